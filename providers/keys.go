@@ -1,0 +1,134 @@
+package providers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"mime"
+	"net/url"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// KeyResolver yields one value (an event id or type) from a delivery. It is
+// the counterpart of CMDx key resolvers and sidekiq's lock_args_method.
+type KeyResolver func(r *Request) (string, error)
+
+// ParseKeyResolver parses the resolver notation used in configuration:
+//
+//	header:NAME     the value of request header NAME
+//	json:dot.path   the value at dot.path in the raw JSON body (gjson syntax;
+//	                strings unquoted, other values as their raw JSON text)
+//	form:FIELD      the form field FIELD of an application/x-www-form-urlencoded body
+//	body:sha256     the hex SHA-256 of the raw body
+//
+// The stored body is never re-serialised: json: reads the raw bytes.
+func ParseKeyResolver(spec string) (KeyResolver, error) {
+	kind, arg, ok := strings.Cut(spec, ":")
+	if !ok || arg == "" {
+		return nil, fmt.Errorf("%q: want header:NAME, json:path, form:FIELD or body:sha256", spec)
+	}
+	switch kind {
+	case "header":
+		return func(r *Request) (string, error) { return strings.TrimSpace(r.Header.Get(arg)), nil }, nil
+	case "json":
+		return func(r *Request) (string, error) { return JSONString(r.Body, arg) }, nil
+	case "form":
+		return func(r *Request) (string, error) { return FormValue(r, arg) }, nil
+	case "body":
+		if arg != "sha256" {
+			return nil, fmt.Errorf("%q: the only body resolver is body:sha256", spec)
+		}
+		return func(r *Request) (string, error) {
+			sum := sha256.Sum256(r.Body)
+			return hex.EncodeToString(sum[:]), nil
+		}, nil
+	}
+	return nil, fmt.Errorf("%q: unknown resolver %q (want header, json, form or body)", spec, kind)
+}
+
+// JSONString returns the value at path in the raw JSON body: strings
+// unquoted, numbers and other values as their raw JSON text, "" when absent
+// or null. An invalid JSON body is ErrMalformed.
+func JSONString(body []byte, path string) (string, error) {
+	if !gjson.ValidBytes(body) {
+		return "", fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
+	}
+	return jsonValue(gjson.GetBytes(body, path)), nil
+}
+
+func jsonValue(v gjson.Result) string {
+	switch v.Type {
+	case gjson.String:
+		return v.Str
+	case gjson.Null:
+		return ""
+	}
+	return v.Raw
+}
+
+// JSONFields reads several paths from a JSON body in one pass.
+// An invalid JSON body is ErrMalformed.
+func JSONFields(body []byte, paths ...string) ([]string, error) {
+	if !gjson.ValidBytes(body) {
+		return nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
+	}
+	res := gjson.GetManyBytes(body, paths...)
+	out := make([]string, len(res))
+	for i, v := range res {
+		out[i] = jsonValue(v)
+	}
+	return out, nil
+}
+
+// FormValue returns field from a form-encoded body.
+func FormValue(r *Request, field string) (string, error) {
+	vals, err := ParseForm(r)
+	if err != nil {
+		return "", err
+	}
+	return vals.Get(field), nil
+}
+
+// ParseForm parses an application/x-www-form-urlencoded body.
+func ParseForm(r *Request) (url.Values, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err == nil && mt != "application/x-www-form-urlencoded" {
+			return nil, fmt.Errorf("%w: want a form body, got %s", ErrMalformed, mt)
+		}
+	}
+	vals, err := url.ParseQuery(string(r.Body))
+	if err != nil {
+		return nil, fmt.Errorf("%w: form body: %v", ErrMalformed, err)
+	}
+	return vals, nil
+}
+
+// EventResolver resolves events from key resolvers; a nil Type or Time
+// resolver leaves that field empty. Sources override a provider's defaults
+// with it (`event_id: header:X-Delivery`).
+type EventResolver struct {
+	ID   KeyResolver
+	Type KeyResolver
+}
+
+// Resolve implements Resolver.
+func (e EventResolver) Resolve(r *Request) (Event, error) {
+	var ev Event
+	id, err := e.ID(r)
+	if err != nil {
+		return ev, err
+	}
+	if id == "" {
+		return ev, ErrNoEventID
+	}
+	ev.ID = id
+	if e.Type != nil {
+		if ev.Type, err = e.Type(r); err != nil {
+			return ev, err
+		}
+	}
+	return ev, nil
+}

@@ -1,0 +1,245 @@
+package providers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Request is one webhook delivery as the adapter sees it: the exact raw body
+// bytes, the request headers, and the URL it was received on (schemes such as
+// Square and Twilio sign the URL).
+type Request struct {
+	// Body is the raw request body, byte for byte. Adapters must never modify it.
+	Body []byte
+	// Header holds the request headers (canonicalised by net/http).
+	Header http.Header
+	// URL is the full URL the request was received on, as the sender saw it.
+	// Sources behind a proxy configure it (for example square.notification_url).
+	URL *url.URL
+}
+
+// ContentType is the media type of the request without parameters, lowercased.
+func (r *Request) ContentType() string {
+	ct := r.Header.Get("Content-Type")
+	ct, _, _ = strings.Cut(ct, ";")
+	return strings.ToLower(strings.TrimSpace(ct))
+}
+
+// Event is what an adapter resolves from a verified delivery (or batch item).
+type Event struct {
+	// ID identifies the event at its sender; with the source name it is the
+	// dedup key. Never empty.
+	ID string
+	// Type is the sender's event type ("payment_intent.succeeded"); may be empty.
+	Type string
+	// Time is when the sender says the event happened; zero when unknown.
+	Time time.Time
+}
+
+// Verifier checks that a delivery was sent by the provider, against every
+// secret configured for the source (rotation). It must compare in constant time,
+// accept if any configured secret matches any signature in the request, and
+// return one of the exported sentinel errors (wrapped with detail that never
+// says which secret or which byte failed).
+type Verifier interface {
+	Verify(r *Request) error
+}
+
+// Resolver extracts the event id, type and time from a verified delivery.
+// An empty id is an error wrapping ErrNoEventID.
+type Resolver interface {
+	Resolve(r *Request) (Event, error)
+}
+
+// Provider is what every adapter implements: verification and resolution.
+type Provider interface {
+	Verifier
+	Resolver
+}
+
+// Signer is the optional ability to sign a body the way the provider does, so
+// that `hookline send` and tests can produce deliveries. It sets the headers
+// (and, for form-encoded schemes, may return a different body) on the request.
+// now is the signing time for schemes that carry a timestamp.
+type Signer interface {
+	Sign(r *Request, now time.Time) error
+}
+
+// Item is one event of a batch delivery.
+type Item struct {
+	// Body is the item's exact bytes as they stand in the original body (a
+	// sub-slice of Request.Body), never re-serialised.
+	Body []byte
+	// Offset is the position of Body within Request.Body.
+	Offset int
+	// Event is the item's resolved event.
+	Event Event
+}
+
+// Splitter is the optional ability to split a batch delivery (Adyen
+// notificationItems, GoCardless events) into items, each its own event. When a
+// provider implements Splitter, Resolve is not used for its deliveries.
+// Verify has already checked the whole delivery (including per-item signatures)
+// before Split is called.
+type Splitter interface {
+	Split(r *Request) ([]Item, error)
+}
+
+// Responder is the optional ability to answer a provider-mandated handshake
+// (Slack url_verification) without storing or forwarding the delivery. It is
+// called after Verify succeeds. handled=false means "process normally".
+type Responder interface {
+	Respond(r *Request) (status int, body []byte, handled bool)
+}
+
+// SignatureStatuser is the optional ability to choose the HTTP status for a
+// failed verification (GoCardless expects 498 instead of 401).
+type SignatureStatuser interface {
+	InvalidSignatureStatus() int
+}
+
+// Describer is the optional ability to describe the adapter for
+// `hookline providers` and the README table.
+type Describer interface {
+	Describe() Description
+}
+
+// Description documents an adapter.
+type Description struct {
+	Headers          []string      // headers the scheme reads
+	DefaultEventID   string        // resolver notation, e.g. "json:id"
+	DefaultTolerance time.Duration // zero when the scheme has no timestamp
+}
+
+// Config is what a provider factory receives for one source.
+type Config struct {
+	// Source is the source name, for error messages.
+	Source string
+	// Secrets are all accepted secrets (rotation); the first one signs.
+	Secrets []string
+	// Tolerance is the maximum signature age (both directions) where the scheme
+	// has a timestamp; zero means the adapter's default.
+	Tolerance time.Duration
+	// Settings decodes the provider-specific block of the source's config
+	// (`paypal: {...}`) into v; it is a no-op when the block is absent.
+	// Unknown fields are errors.
+	Settings func(v any) error
+	// Now returns the current time; nil means time.Now. Tests set it.
+	Now func() time.Time
+	// HTTPClient is used by adapters that fetch keys or certificates; nil
+	// means a client with a short timeout.
+	HTTPClient *http.Client
+}
+
+// NowFunc returns c.Now or time.Now.
+func (c *Config) NowFunc() func() time.Time {
+	if c.Now != nil {
+		return c.Now
+	}
+	return time.Now
+}
+
+// Decode calls Settings when set.
+func (c *Config) Decode(v any) error {
+	if c.Settings == nil {
+		return nil
+	}
+	return c.Settings(v)
+}
+
+// Factory builds a provider for one source. It validates cfg and returns an
+// error naming the bad setting (relative to the source, e.g.
+// "paypal.webhook_id: required").
+type Factory func(cfg Config) (Provider, error)
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Factory{}
+)
+
+// Register makes a provider available under name. It panics if the name is
+// taken, like database/sql.Register. Adapters call it from init.
+func Register(name string, f Factory) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("providers: Register called twice for " + name)
+	}
+	registry[name] = f
+}
+
+// Lookup returns the factory registered under name.
+func Lookup(name string) (Factory, bool) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	f, ok := registry[name]
+	return f, ok
+}
+
+// Names lists the registered provider names, sorted.
+func Names() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// New builds the provider registered under name.
+func New(name string, cfg Config) (Provider, error) {
+	f, ok := Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown provider %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return f(cfg)
+}
+
+// Errors returned by verifiers and resolvers. ingest maps them to HTTP
+// statuses in one place: the signature errors to 401 (or the adapter's
+// InvalidSignatureStatus), ErrMalformed and ErrNoEventID to 400.
+var (
+	// ErrNoSignature: the signature header (or field) is missing.
+	ErrNoSignature = errors.New("missing signature")
+	// ErrInvalidSignature: no configured secret produced a matching signature,
+	// or the signature header could not be parsed.
+	ErrInvalidSignature = errors.New("invalid signature")
+	// ErrTimestampTooOld: the signed timestamp is older than the tolerance.
+	ErrTimestampTooOld = errors.New("timestamp too old")
+	// ErrTimestampTooNew: the signed timestamp is further in the future than the tolerance.
+	ErrTimestampTooNew = errors.New("timestamp too far in the future")
+	// ErrMalformed: the signature is fine but the body cannot be parsed.
+	ErrMalformed = errors.New("malformed body")
+	// ErrNoEventID: no event id could be resolved from the delivery.
+	ErrNoEventID = errors.New("no event id")
+)
+
+// IsSignatureError reports whether err means "not authentic" (401).
+func IsSignatureError(err error) bool {
+	return errors.Is(err, ErrNoSignature) || errors.Is(err, ErrInvalidSignature) ||
+		errors.Is(err, ErrTimestampTooOld) || errors.Is(err, ErrTimestampTooNew)
+}
+
+// CheckTimestamp returns ErrTimestampTooOld or ErrTimestampTooNew when ts is
+// more than tolerance away from now, in either direction.
+func CheckTimestamp(ts, now time.Time, tolerance time.Duration) error {
+	if tolerance <= 0 {
+		return nil
+	}
+	d := now.Sub(ts)
+	switch {
+	case d > tolerance:
+		return ErrTimestampTooOld
+	case d < -tolerance:
+		return ErrTimestampTooNew
+	}
+	return nil
+}
