@@ -254,8 +254,12 @@ func Cluster(t testing.TB) (*pgcluster.Cluster, string) {
 	if _, err := pgcluster.FindBinDir(); err != nil {
 		t.Skipf("needs local PostgreSQL binaries to stop and restart a server: %v", err)
 	}
-	dir := t.TempDir()
-	_ = os.Chmod(dir, 0o755)
+	dir, err := os.MkdirTemp("", "hookline-cluster-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(dir, 0o755) // the server runs as another user when we are root
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	c, err := pgcluster.Start(context.Background(), pgcluster.Options{Dir: dir, Fast: true})
 	if err != nil {
 		t.Fatalf("pgtest: cluster: %v", err)

@@ -1,0 +1,285 @@
+package ingest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/hookline/hookline/ingest"
+	"github.com/hookline/hookline/internal/pgtest"
+	"github.com/hookline/hookline/providers"
+	"github.com/hookline/hookline/providers/stripe"
+)
+
+const stripeSecret = "whsec_ingest_test"
+
+type testBundle struct {
+	pool   *pgxpool.Pool
+	server *ingest.Server
+	url    string
+}
+
+type opts struct {
+	batch       bool
+	onDuplicate ingest.OnDuplicate
+	maxBody     int64
+}
+
+func newStripe(t testing.TB) providers.Provider {
+	p, err := stripe.New(providers.Config{Secrets: []string{stripeSecret}})
+	require.NoError(t, err)
+	return p
+}
+
+func setup(t testing.TB, pool *pgxpool.Pool, o opts) *testBundle {
+	t.Helper()
+	if pool == nil {
+		pool = pgtest.NewPool(t)
+	}
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	srv, err := ingest.New(ingest.Config{
+		Pool:         pool,
+		River:        rc,
+		IngestRoutes: true,
+		Batch:        o.batch,
+		MaxBodyBytes: o.maxBody,
+		Logger:       slog.New(slog.DiscardHandler),
+		Sources: []*ingest.Source{
+			{Name: "stripe", Provider: newStripe(t), OnDuplicate: o.onDuplicate, MaxAttempts: 3},
+		},
+	})
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	return &testBundle{pool: pool, server: srv, url: hs.URL}
+}
+
+func stripeBody(id string) []byte {
+	return []byte(`{"id":"` + id + `","object":"event","type":"charge.succeeded","created":1764504000,"data":{"object":{"id":"ch_1"}}}`)
+}
+
+func signedStripe(body []byte, at time.Time) string {
+	return stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: body, Secret: stripeSecret, Timestamp: at}).Header
+}
+
+type answer struct {
+	Status     int
+	Body       map[string]any
+	RetryAfter string
+}
+
+func post(t testing.TB, url string, body []byte, header ...string) answer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := answer{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After")}
+	_ = json.Unmarshal(raw, &a.Body)
+	return a
+}
+
+func postStripe(t testing.TB, b *testBundle, id string) answer {
+	body := stripeBody(id)
+	return post(t, b.url+"/webhooks/stripe", body, "Stripe-Signature", signedStripe(body, time.Now()))
+}
+
+func countJobs(t testing.TB, pool *pgxpool.Pool, eventID string) int {
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM river_job WHERE kind = 'hookline.event' AND args->>'event_id' = $1`, eventID).Scan(&n))
+	return n
+}
+
+func TestIngest(t *testing.T) {
+	t.Parallel()
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil, opts{batch: batch, maxBody: 4096})
+
+			t.Run("AcceptsStripeGoSignedEventThenDuplicate", func(t *testing.T) {
+				a := postStripe(t, b, "evt_accept")
+				require.Equal(t, http.StatusOK, a.Status, a.Body)
+				require.Equal(t, map[string]any{"status": "accepted", "source": "stripe", "event_id": "evt_accept"}, a.Body)
+				a = postStripe(t, b, "evt_accept")
+				require.Equal(t, http.StatusOK, a.Status)
+				require.Equal(t, "duplicate", a.Body["status"])
+				require.Equal(t, 1, countJobs(t, b.pool, "evt_accept"))
+				var deliveries int
+				require.NoError(t, b.pool.QueryRow(context.Background(),
+					`SELECT deliveries FROM hookline_events WHERE source='stripe' AND event_id='evt_accept'`).Scan(&deliveries))
+				require.Equal(t, 2, deliveries)
+			})
+
+			t.Run("RejectsBadSignatures", func(t *testing.T) {
+				body := stripeBody("evt_bad")
+				now := time.Now()
+				tampered := bytes.Replace(body, []byte("ch_1"), []byte("ch_2"), 1)
+				wrong := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: body, Secret: "whsec_other", Timestamp: now}).Header
+				cases := map[string]answer{
+					"tampered": post(t, b.url+"/webhooks/stripe", tampered, "Stripe-Signature", signedStripe(body, now)),
+					"wrong":    post(t, b.url+"/webhooks/stripe", body, "Stripe-Signature", wrong),
+					"missing":  post(t, b.url+"/webhooks/stripe", body),
+					"garbled":  post(t, b.url+"/webhooks/stripe", body, "Stripe-Signature", "t=x,v1=zz"),
+					"stale":    post(t, b.url+"/webhooks/stripe", body, "Stripe-Signature", signedStripe(body, now.Add(-10*time.Minute))),
+					"future":   post(t, b.url+"/webhooks/stripe", body, "Stripe-Signature", signedStripe(body, now.Add(10*time.Minute))),
+				}
+				for name, a := range cases {
+					require.Equal(t, http.StatusUnauthorized, a.Status, name)
+					msg, _ := a.Body["error"].(string)
+					require.NotEmpty(t, msg, name)
+					require.NotContains(t, msg, stripeSecret, name)
+				}
+				require.Equal(t, 0, countJobs(t, b.pool, "evt_bad"))
+			})
+
+			t.Run("UnknownSource404", func(t *testing.T) {
+				require.Equal(t, http.StatusNotFound, post(t, b.url+"/webhooks/nope", stripeBody("x")).Status)
+			})
+
+			t.Run("GetIs405", func(t *testing.T) {
+				resp, err := http.Get(b.url + "/webhooks/stripe")
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+			})
+
+			t.Run("Oversize413", func(t *testing.T) {
+				big := []byte(`{"id":"evt_big","pad":"` + strings.Repeat("x", 5000) + `"}`)
+				require.Equal(t, http.StatusRequestEntityTooLarge, post(t, b.url+"/webhooks/stripe", big, "Stripe-Signature", signedStripe(big, time.Now())).Status)
+				// Chunked (no Content-Length): the cap still holds.
+				req, _ := http.NewRequest(http.MethodPost, b.url+"/webhooks/stripe", io.MultiReader(bytes.NewReader(big)))
+				req.ContentLength = -1
+				req.Header.Set("Stripe-Signature", signedStripe(big, time.Now()))
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+			})
+
+			t.Run("NoEventID400", func(t *testing.T) {
+				body := []byte(`{"object":"event","type":"x"}`)
+				require.Equal(t, http.StatusBadRequest, post(t, b.url+"/webhooks/stripe", body, "Stripe-Signature", signedStripe(body, time.Now())).Status)
+				body = []byte(`{not json`)
+				require.Equal(t, http.StatusBadRequest, post(t, b.url+"/webhooks/stripe", body, "Stripe-Signature", signedStripe(body, time.Now())).Status)
+			})
+
+			t.Run("StoresRawBodyByteForByte", func(t *testing.T) {
+				body := []byte("{ \"id\" : \"evt_raw\",\n\t\"type\":\"x\",  \"note\": \"h\u00e9llo \u2603 \\u00e9 \U0001F600\" ,\r\n \"n\": 1.50e3 }  \n")
+				a := post(t, b.url+"/webhooks/stripe", body, "Stripe-Signature", signedStripe(body, time.Now()))
+				require.Equal(t, http.StatusOK, a.Status, a.Body)
+				var stored []byte
+				var ct string
+				require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT d.body, d.content_type FROM hookline_events e
+					JOIN hookline_deliveries d ON d.id = e.delivery_id WHERE e.source='stripe' AND e.event_id='evt_raw'`).Scan(&stored, &ct))
+				require.Equal(t, body, stored)
+				require.Equal(t, "application/json", ct)
+			})
+		})
+	}
+}
+
+func TestConcurrentDuplicates(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		batch  bool
+		onDup  ingest.OnDuplicate
+		wantDL int
+	}{{false, ingest.OnDuplicateSkip, 0}, {true, ingest.OnDuplicateSkip, 0}, {false, ingest.OnDuplicateReject, 99}, {true, ingest.OnDuplicateReject, 99}} {
+		t.Run(fmt.Sprintf("batch=%v/%s", tc.batch, tc.onDup), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil, opts{batch: tc.batch, onDuplicate: tc.onDup})
+			body := stripeBody("evt_race")
+			sig := signedStripe(body, time.Now())
+			var mu sync.Mutex
+			statuses := map[string]int{}
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for range 100 {
+				wg.Go(func() {
+					<-start
+					a := post(t, b.url+"/webhooks/stripe", body, "Stripe-Signature", sig)
+					mu.Lock()
+					defer mu.Unlock()
+					if a.Status != http.StatusOK {
+						statuses[fmt.Sprint(a.Status)]++
+						return
+					}
+					statuses[a.Body["status"].(string)]++
+				})
+			}
+			close(start)
+			wg.Wait()
+			require.Equal(t, map[string]int{"accepted": 1, "duplicate": 99}, statuses)
+			require.Equal(t, 1, countJobs(t, b.pool, "evt_race"))
+			var dead, deliveries int
+			require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM hookline_dead WHERE event_id='evt_race' AND reason='duplicate'`).Scan(&dead))
+			require.Equal(t, tc.wantDL, dead)
+			require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT deliveries FROM hookline_events WHERE event_id='evt_race'`).Scan(&deliveries))
+			require.Equal(t, 100, deliveries)
+		})
+	}
+}
+
+// TestPostgresDown stops the database under a running server: deliveries are
+// answered 503 with Retry-After (never 2xx), and 200 again once it is back,
+// without restarting the server.
+func TestPostgresDown(t *testing.T) {
+	t.Parallel()
+	cluster, dbURL := pgtest.Cluster(t)
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
+			cfg, err := pgxpool.ParseConfig(dbURL)
+			require.NoError(t, err)
+			cfg.ConnConfig.ConnectTimeout = time.Second
+			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+			require.NoError(t, err)
+			t.Cleanup(pool.Close)
+			b := setup(t, pool, opts{batch: batch})
+			require.Equal(t, http.StatusOK, postStripe(t, b, fmt.Sprintf("evt_before_%v", batch)).Status)
+
+			require.NoError(t, cluster.Stop())
+			for i := range 5 {
+				start := time.Now()
+				a := postStripe(t, b, fmt.Sprintf("evt_down_%v_%d", batch, i))
+				require.Equal(t, http.StatusServiceUnavailable, a.Status, a.Body)
+				require.Equal(t, "1", a.RetryAfter)
+				require.Less(t, time.Since(start), 5*time.Second, "a 503 must come within 5s")
+			}
+
+			restarted, err := restart(cluster)
+			require.NoError(t, err)
+			cluster = restarted
+			require.Eventually(t, func() bool {
+				return postStripe(t, b, fmt.Sprintf("evt_after_%v", batch)).Status == http.StatusOK
+			}, 30*time.Second, 100*time.Millisecond)
+			var n int
+			require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM hookline_events WHERE event_id LIKE 'evt_down_%'`).Scan(&n))
+			require.Zero(t, n, "nothing answered 503 may be stored")
+		})
+	}
+}
+

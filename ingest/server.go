@@ -1,0 +1,406 @@
+// Package ingest is hookline's HTTP front: POST /webhooks/{source} verifies
+// the delivery with the source's provider, resolves its event(s), stores the
+// raw body and enqueues one River job per event in ONE transaction, and
+// answers only after COMMIT (CONTRACT.md §1, promise 1). It also serves
+// /healthz, /readyz, /metrics and the admin API.
+//
+// The data flow, in three files: ingest/server.go (this: HTTP → Delivery),
+// ingest/commit.go (Delivery → rows + River job, duplicates resolved), then
+// jobs/event_worker.go (job → idempotency claim → destination).
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riverqueue/river"
+
+	"github.com/hookline/hookline/internal/metrics"
+	"github.com/hookline/hookline/providers"
+)
+
+// OnDuplicate is what a source does with a duplicate delivery.
+type OnDuplicate string
+
+const (
+	// OnDuplicateSkip counts and logs the duplicate, answers 2xx, drops it.
+	OnDuplicateSkip OnDuplicate = "skip"
+	// OnDuplicateReject also writes it to the dead set (reason duplicate).
+	OnDuplicateReject OnDuplicate = "reject"
+)
+
+// Source is one webhook sender as ingest sees it.
+type Source struct {
+	// Name is the path segment: POST /webhooks/{Name}.
+	Name string
+	// Provider verifies and resolves deliveries.
+	Provider providers.Provider
+	// EventID and EventType override the provider's resolution when set.
+	EventID, EventType providers.KeyResolver
+	// OnDuplicate defaults to skip.
+	OnDuplicate OnDuplicate
+	// MaxAttempts is the destination's attempt budget per job (default 10).
+	MaxAttempts int
+	// MaxConcurrency caps concurrent requests for this source; beyond it
+	// requests are answered 503. Zero means no cap.
+	MaxConcurrency int
+
+	sem chan struct{}
+}
+
+// Config configures a Server. Pointer fields are required unless noted.
+type Config struct {
+	Pool *pgxpool.Pool
+	// River inserts jobs; an insert-only client (no queues) is enough.
+	River   *river.Client[pgx.Tx]
+	Sources []*Source
+	// MaxBodyBytes caps bodies (413 beyond); default 1 MiB.
+	MaxBodyBytes int64
+	// Batch turns on group commit (see batcher); false is one transaction
+	// per request.
+	Batch bool
+	// BatchSize caps deliveries per transaction (default 64); BatchWait is
+	// how long a committer lingers for company (default 0).
+	BatchSize int
+	BatchWait time.Duration
+	// Committers is the number of concurrent ingest transactions (default 4).
+	Committers int
+	// QueueTimeout bounds the wait for the database before a 503 (default 1s).
+	QueueTimeout time.Duration
+	// IngestRoutes: false serves only /healthz, /readyz and /metrics
+	// (--role worker).
+	IngestRoutes bool
+	Metrics      *metrics.Metrics // nil: a fresh set
+	Logger       *slog.Logger     // nil: slog.Default()
+	// Ready reports readiness (Postgres reachable and migrated); nil pings the pool.
+	Ready func(ctx context.Context) error
+}
+
+// Server is the HTTP front.
+type Server struct {
+	cfg     Config
+	echo    *echo.Echo
+	sources map[string]*Source
+	batch   *batcher
+	store   *store
+	m       *metrics.Metrics
+	log     *slog.Logger
+}
+
+// New builds a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("ingest: Config.Pool is required")
+	}
+	if cfg.IngestRoutes && cfg.River == nil {
+		return nil, errors.New("ingest: Config.River is required (an insert-only river.Client over riverpgxv5)")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 64
+	}
+	if cfg.Committers <= 0 {
+		cfg.Committers = 4
+	}
+	if cfg.QueueTimeout <= 0 {
+		cfg.QueueTimeout = time.Second
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, sources: map[string]*Source{}, m: cfg.Metrics, log: cfg.Logger,
+		store: &store{pool: cfg.Pool, river: cfg.River}}
+	for _, src := range cfg.Sources {
+		if src.OnDuplicate == "" {
+			src.OnDuplicate = OnDuplicateSkip
+		}
+		if src.MaxAttempts <= 0 {
+			src.MaxAttempts = 10
+		}
+		if src.MaxConcurrency > 0 {
+			src.sem = make(chan struct{}, src.MaxConcurrency)
+		}
+		if _, dup := s.sources[src.Name]; dup {
+			return nil, fmt.Errorf("ingest: source %q configured twice", src.Name)
+		}
+		s.sources[src.Name] = src
+	}
+	if cfg.IngestRoutes && cfg.Batch {
+		s.batch = newBatcher(s.store.commit, cfg.Committers, cfg.BatchSize, cfg.BatchWait,
+			func(n int) { s.m.BatchSize.Observe(float64(n)) })
+	}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = jsonErrorHandler
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.m.Registry, promhttp.HandlerOpts{})))
+	if cfg.IngestRoutes {
+		e.POST("/webhooks/:source", s.receive)
+		// Other methods on this path get echo's 405.
+	}
+	s.echo = e
+	return s, nil
+}
+
+// Echo returns the underlying router, for mounting more routes (admin).
+func (s *Server) Echo() *echo.Echo { return s.echo }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// Close stops the group committer after in-flight batches finish.
+func (s *Server) Close() {
+	if s.batch != nil {
+		s.batch.Close()
+	}
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	check := s.cfg.Ready
+	if check == nil {
+		check = func(ctx context.Context) error { return s.cfg.Pool.Ping(ctx) }
+	}
+	if err := check(ctx); err != nil {
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func jsonErrorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	code, msg := http.StatusInternalServerError, "internal error"
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		code = he.Code
+		msg = fmt.Sprint(he.Message)
+	}
+	_ = c.JSON(code, errorBody{Error: msg})
+}
+
+// response bodies (CONTRACT.md §4).
+type singleResponse struct {
+	Status  string `json:"status"`
+	Source  string `json:"source"`
+	EventID string `json:"event_id"`
+}
+
+type batchResponse struct {
+	Status string        `json:"status"`
+	Source string        `json:"source"`
+	Events []EventResult `json:"events"`
+}
+
+// replayHeaders are left out of the stored headers: credentials and
+// connection details a replay must not carry.
+var skipHeaders = map[string]bool{
+	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Connection": true,
+	"Content-Length": true, "Transfer-Encoding": true, "Keep-Alive": true, "Upgrade": true,
+	"Te": true, "Trailer": true, "Accept-Encoding": true,
+}
+
+func (s *Server) receive(c echo.Context) error {
+	start := time.Now()
+	req := c.Request()
+	src, ok := s.sources[c.Param("source")]
+	if !ok {
+		return c.JSON(http.StatusNotFound, errorBody{Error: "unknown source"})
+	}
+	defer func() { s.m.IngestSeconds.WithLabelValues(src.Name).Observe(time.Since(start).Seconds()) }()
+	count := func(outcome string, n int) { s.m.Received.WithLabelValues(src.Name, outcome).Add(float64(n)) }
+	unavailable := func(msg string) error {
+		count(metrics.Unavailable, 1)
+		c.Response().Header().Set("Retry-After", "1")
+		return c.JSON(http.StatusServiceUnavailable, errorBody{Error: msg})
+	}
+
+	if src.sem != nil {
+		select {
+		case src.sem <- struct{}{}:
+			defer func() { <-src.sem }()
+		default:
+			return unavailable("too many concurrent deliveries for this source; retry later")
+		}
+	}
+
+	// Cap the body before reading it all.
+	if req.ContentLength > s.cfg.MaxBodyBytes {
+		count(metrics.TooLarge, 1)
+		return c.JSON(http.StatusRequestEntityTooLarge, errorBody{Error: fmt.Sprintf("body exceeds max_body_bytes (%d)", s.cfg.MaxBodyBytes)})
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			count(metrics.TooLarge, 1)
+			return c.JSON(http.StatusRequestEntityTooLarge, errorBody{Error: fmt.Sprintf("body exceeds max_body_bytes (%d)", s.cfg.MaxBodyBytes)})
+		}
+		count(metrics.BadRequest, 1)
+		return c.JSON(http.StatusBadRequest, errorBody{Error: "could not read body"})
+	}
+
+	pr := &providers.Request{Body: body, Header: req.Header, URL: requestURL(req)}
+	if err := src.Provider.Verify(pr); err != nil {
+		status := http.StatusUnauthorized
+		if !providers.IsSignatureError(err) {
+			status = http.StatusBadRequest // e.g. a form body that cannot be parsed
+		}
+		if ss, ok := src.Provider.(providers.SignatureStatuser); ok && status == http.StatusUnauthorized {
+			status = ss.InvalidSignatureStatus()
+		}
+		if status == http.StatusBadRequest {
+			count(metrics.BadRequest, 1)
+		} else {
+			count(metrics.InvalidSignature, 1)
+		}
+		s.log.Info("delivery rejected", "source", src.Name, "status", status, "error", err.Error(), "request_id", requestID(c))
+		return c.JSON(status, errorBody{Error: err.Error()})
+	}
+	if rp, ok := src.Provider.(providers.Responder); ok {
+		if code, b, handled := rp.Respond(pr); handled {
+			return c.Blob(code, echo.MIMEApplicationJSON, b)
+		}
+	}
+
+	d := &Delivery{Source: src, ReceivedAt: start.UTC(), ContentType: req.Header.Get("Content-Type"), Body: body,
+		Headers: map[string][]string{}}
+	for k, v := range req.Header {
+		if !skipHeaders[k] {
+			d.Headers[k] = v
+		}
+	}
+	_, isBatch := src.Provider.(providers.Splitter)
+	if err := resolve(src, pr, d); err != nil {
+		count(metrics.BadRequest, 1)
+		return c.JSON(http.StatusBadRequest, errorBody{Error: err.Error()})
+	}
+
+	var results []EventResult
+	if s.batch != nil {
+		results, err = s.batch.Submit(req.Context(), d, s.cfg.QueueTimeout)
+	} else {
+		ctx, cancel := context.WithTimeout(req.Context(), commitTimeout)
+		var all [][]EventResult
+		all, err = s.store.commit(ctx, []*Delivery{d})
+		cancel()
+		if err == nil {
+			results = all[0]
+		}
+	}
+	if err != nil {
+		s.log.Warn("delivery not stored", "source", src.Name, "error", err.Error(), "request_id", requestID(c))
+		if errors.Is(err, ErrBusy) {
+			return unavailable("ingest is saturated; retry later")
+		}
+		return unavailable("storage unavailable; retry later")
+	}
+
+	overall := StatusDuplicate
+	for _, r := range results {
+		if r.Status == StatusAccepted {
+			overall = StatusAccepted
+			count(metrics.Accepted, 1)
+			continue
+		}
+		count(metrics.Duplicate, 1)
+		s.m.Idempotency.WithLabelValues(src.Name, "duplicate").Inc()
+		if !r.firstSeen.IsZero() {
+			s.m.RedeliveryGap.WithLabelValues(src.Name).Observe(time.Since(r.firstSeen).Seconds())
+		}
+		s.log.Info("duplicate delivery", "source", src.Name, "event_id", r.EventID, "on_duplicate", string(src.OnDuplicate), "request_id", requestID(c))
+	}
+	if isBatch {
+		return c.JSON(http.StatusOK, batchResponse{Status: overall, Source: src.Name, Events: results})
+	}
+	return c.JSON(http.StatusOK, singleResponse{Status: results[0].Status, Source: src.Name, EventID: results[0].EventID})
+}
+
+// resolve fills d.Events from the provider (split batches) or the source's
+// key resolvers.
+func resolve(src *Source, pr *providers.Request, d *Delivery) error {
+	if sp, ok := src.Provider.(providers.Splitter); ok {
+		items, err := sp.Split(pr)
+		if err != nil {
+			return err
+		}
+		if len(items) == 0 {
+			return fmt.Errorf("%w: batch has no items", providers.ErrMalformed)
+		}
+		for _, it := range items {
+			if it.Event.ID == "" {
+				return providers.ErrNoEventID
+			}
+			d.Events = append(d.Events, DeliveryEvent{ID: it.Event.ID, Type: it.Event.Type, Offset: it.Offset, Length: len(it.Body)})
+		}
+		return nil
+	}
+	var ev providers.Event
+	var err error
+	if src.EventID != nil {
+		ev, err = providers.EventResolver{ID: src.EventID, Type: src.EventType}.Resolve(pr)
+		if err == nil && src.EventType == nil {
+			if pev, perr := src.Provider.Resolve(pr); perr == nil {
+				ev.Type = pev.Type
+			}
+		}
+	} else {
+		ev, err = src.Provider.Resolve(pr)
+		if err == nil && src.EventType != nil {
+			ev.Type, err = src.EventType(pr)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if ev.ID == "" {
+		return fmt.Errorf("%w: the event id resolved empty", providers.ErrNoEventID)
+	}
+	d.Events = []DeliveryEvent{{ID: ev.ID, Type: ev.Type, Length: -1}}
+	return nil
+}
+
+func requestURL(r *http.Request) *url.URL {
+	u := *r.URL
+	u.Host = r.Host
+	u.Scheme = "http"
+	if r.TLS != nil {
+		u.Scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+		u.Scheme = p
+	}
+	return &u
+}
+
+func requestID(c echo.Context) string {
+	if id := c.Request().Header.Get(echo.HeaderXRequestID); id != "" {
+		return id
+	}
+	return c.Response().Header().Get(echo.HeaderXRequestID)
+}
+
+

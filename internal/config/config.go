@@ -1,0 +1,422 @@
+// Package config loads hookline's YAML configuration (CONTRACT.md §3):
+// ${VAR} expansion from the environment, Go durations, every default in one
+// place (Defaults), unknown fields rejected, and validation errors that name
+// the bad field by its YAML path ("sources[1].secrets: at least one secret is
+// required").
+//
+// Internal: no stability promise.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hookline/hookline/providers"
+)
+
+// Defaults, in one place. The README's configuration section lists them.
+const (
+	DefaultListen            = ":8080"
+	DefaultMaxBodyBytes      = 1 << 20
+	DefaultWorkers           = 50
+	DefaultShutdownTimeout   = 30 * time.Second
+	DefaultOnDuplicate       = "skip"
+	DefaultLease             = 5 * time.Minute
+	DefaultDedupWindow       = 720 * time.Hour
+	DefaultDestTimeout       = 10 * time.Second
+	DefaultMaxAttempts       = 10
+	DefaultBackoffMin        = time.Second
+	DefaultBackoffMax        = time.Hour
+	DefaultBatchSize         = 64
+	DefaultBatchWait         = 2 * time.Millisecond
+	DefaultQueueTimeout      = 3 * time.Second
+	DefaultPoolSize          = 20
+	DefaultDeliveryRetention = 7 * 24 * time.Hour
+)
+
+// Duration is a time.Duration written as "30s", "5m", "720h" (or "30d").
+type Duration time.Duration
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	s := strings.TrimSpace(n.Value)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		var v float64
+		if _, err := fmt.Sscanf(days, "%g", &v); err == nil {
+			*d = Duration(time.Duration(v * float64(24*time.Hour)))
+			return nil
+		}
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (write e.g. 30s, 5m, 720h)", n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Config is the whole file.
+type Config struct {
+	Listen          string    `yaml:"listen"`
+	AdminListen     string    `yaml:"admin_listen"` // empty: admin routes on listen
+	DatabaseURL     string    `yaml:"database_url"`
+	AdminToken      string    `yaml:"admin_token"` // empty: admin routes answer 404
+	MaxBodyBytes    int64     `yaml:"max_body_bytes"`
+	Workers         int       `yaml:"workers"`
+	ShutdownTimeout Duration  `yaml:"shutdown_timeout"`
+	TLSCert         string    `yaml:"tls_cert"`
+	TLSKey          string    `yaml:"tls_key"`
+	Ingest          Ingest    `yaml:"ingest"`
+	Database        Database  `yaml:"database"`
+	Retention       Retention `yaml:"retention"`
+	Log             Log       `yaml:"log"`
+	Sources         []*Source `yaml:"sources"`
+}
+
+// Ingest tunes the ingest path.
+type Ingest struct {
+	// Batch: group commit (default true). false is the naive mode, one
+	// transaction per request, kept for comparison.
+	Batch *bool `yaml:"batch"`
+	// BatchSize caps the deliveries committed together (default 64).
+	BatchSize int `yaml:"batch_size"`
+	// BatchWait is how long a batch may wait for company once the committer
+	// is busy (default 0: take what is waiting, never hold a lone request).
+	BatchWait Duration `yaml:"batch_wait"`
+	// QueueTimeout bounds how long a request waits for the database before
+	// it is answered 503 (default 3s).
+	QueueTimeout Duration `yaml:"queue_timeout"`
+}
+
+// Database tunes the connection pool.
+type Database struct {
+	MaxConns int `yaml:"max_conns"` // default 20
+}
+
+// Retention prunes old data.
+type Retention struct {
+	// Deliveries: stored bodies of completed events older than this are
+	// deleted (default 168h). Dead items are kept until deleted.
+	Deliveries Duration `yaml:"deliveries"`
+}
+
+// Log configures logging.
+type Log struct {
+	Format string `yaml:"format"` // json | text (default json; `hookline dev` uses text)
+	Level  string `yaml:"level"`  // debug | info | warn | error (default info)
+}
+
+// Source is one webhook sender.
+type Source struct {
+	Name           string      `yaml:"name"`
+	Provider       string      `yaml:"provider"`
+	Secrets        []string    `yaml:"secrets"`
+	Tolerance      Duration    `yaml:"tolerance"`
+	OnDuplicate    string      `yaml:"on_duplicate"`
+	Lease          Duration    `yaml:"lease"`
+	DedupWindow    Duration    `yaml:"dedup_window"`
+	EventID        string      `yaml:"event_id"`
+	EventType      string      `yaml:"event_type"`
+	MaxConcurrency int         `yaml:"max_concurrency"` // concurrent ingest requests; 0 = unlimited
+	Destination    Destination `yaml:"destination"`
+	// Settings holds the provider-specific block (`paypal: {...}`).
+	Settings map[string]yaml.Node `yaml:",inline"`
+
+	provider providers.Provider
+	eventID  providers.KeyResolver
+	evType   providers.KeyResolver
+}
+
+// Destination is where events are forwarded.
+type Destination struct {
+	URL         string   `yaml:"url"`
+	Timeout     Duration `yaml:"timeout"`
+	MaxAttempts int      `yaml:"max_attempts"`
+	Backoff     Backoff  `yaml:"backoff"`
+	Secret      string   `yaml:"secret"`
+}
+
+// Backoff bounds the exponential, jittered delay between attempts.
+type Backoff struct {
+	Min Duration `yaml:"min"`
+	Max Duration `yaml:"max"`
+}
+
+// Adapter returns the source's adapter, built by Validate.
+func (s *Source) Adapter() providers.Provider { return s.provider }
+
+// KeyResolvers returns the source's event_id and event_type overrides (nil when unset).
+func (s *Source) KeyResolvers() (id, typ providers.KeyResolver) { return s.eventID, s.evType }
+
+// BatchEnabled reports whether group commit is on.
+func (c *Config) BatchEnabled() bool { return c.Ingest.Batch == nil || *c.Ingest.Batch }
+
+// FieldError is a validation error naming a field by its YAML path.
+type FieldError struct {
+	Path string
+	Msg  string
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
+
+// ErrInvalid is wrapped by every validation and parse error (exit code 2).
+var ErrInvalid = errors.New("invalid configuration")
+
+type invalid struct{ err error }
+
+func (e invalid) Error() string   { return e.err.Error() }
+func (e invalid) Unwrap() []error { return []error{ErrInvalid, e.err} }
+func wrap(err error) error        { return invalid{err} }
+func field(path, format string, args ...any) error {
+	return wrap(&FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+var varRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expand replaces ${VAR} in every scalar of the tree.
+func expand(n *yaml.Node, getenv func(string) string) {
+	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
+		n.Value = varRE.ReplaceAllStringFunc(n.Value, func(m string) string {
+			return getenv(m[2 : len(m)-1])
+		})
+		if n.Tag == "!!null" || n.Tag == "" {
+			n.Tag = "!!str"
+		}
+	}
+	for _, c := range n.Content {
+		expand(c, getenv)
+	}
+}
+
+// Load reads and validates the file at path.
+func Load(path string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, wrap(fmt.Errorf("read config: %w", err))
+	}
+	return Parse(raw, os.Getenv)
+}
+
+// Parse parses and validates raw YAML, expanding ${VAR} with getenv.
+func Parse(raw []byte, getenv func(string) string) (*Config, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(raw, &root); err != nil {
+		return nil, wrap(fmt.Errorf("config: %w", err))
+	}
+	expand(&root, getenv)
+	expanded, err := yaml.Marshal(&root)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(expanded))
+	dec.KnownFields(true)
+	var c Config
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, wrap(fmt.Errorf("config: %w", err))
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+
+// Validate applies defaults, checks every field and builds each source's
+// provider. Errors wrap ErrInvalid and name the field.
+func (c *Config) Validate() error {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxBodyBytes < 0 {
+		return field("max_body_bytes", "must be positive")
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Workers < 0 {
+		return field("workers", "must be positive")
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = Duration(DefaultShutdownTimeout)
+	}
+	if c.Ingest.BatchSize == 0 {
+		c.Ingest.BatchSize = DefaultBatchSize
+	}
+	if c.Ingest.BatchSize < 1 || c.Ingest.BatchSize > 1000 {
+		return field("ingest.batch_size", "must be between 1 and 1000")
+	}
+	if c.Ingest.BatchWait == 0 {
+		c.Ingest.BatchWait = Duration(DefaultBatchWait)
+	}
+	if c.Ingest.QueueTimeout == 0 {
+		c.Ingest.QueueTimeout = Duration(DefaultQueueTimeout)
+	}
+	if c.Database.MaxConns == 0 {
+		c.Database.MaxConns = DefaultPoolSize
+	}
+	if c.Retention.Deliveries == 0 {
+		c.Retention.Deliveries = Duration(DefaultDeliveryRetention)
+	}
+	switch c.Log.Format {
+	case "", "json", "text":
+	default:
+		return field("log.format", "%q: want json or text", c.Log.Format)
+	}
+	switch c.Log.Level {
+	case "", "debug", "info", "warn", "error":
+	default:
+		return field("log.level", "%q: want debug, info, warn or error", c.Log.Level)
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return field("tls_key", "tls_cert and tls_key go together")
+	}
+	if len(c.Sources) == 0 {
+		return field("sources", "at least one source is required")
+	}
+	seen := map[string]int{}
+	for i, s := range c.Sources {
+		p := fmt.Sprintf("sources[%d]", i)
+		if s == nil {
+			return field(p, "empty source")
+		}
+		if err := s.validate(p); err != nil {
+			return err
+		}
+		if j, dup := seen[s.Name]; dup {
+			return field(p+".name", "%q is already used by sources[%d]", s.Name, j)
+		}
+		seen[s.Name] = i
+	}
+	return nil
+}
+
+func (s *Source) validate(p string) error {
+	if !nameRE.MatchString(s.Name) {
+		return field(p+".name", "%q: want 1-64 characters of a-z, 0-9, _ and -", s.Name)
+	}
+	if s.Provider == "" {
+		return field(p+".provider", "required (one of: %s)", strings.Join(providers.Names(), ", "))
+	}
+	factory, ok := providers.Lookup(s.Provider)
+	if !ok {
+		return field(p+".provider", "unknown provider %q (known: %s)", s.Provider, strings.Join(providers.Names(), ", "))
+	}
+	for i, sec := range s.Secrets {
+		if strings.TrimSpace(sec) == "" {
+			return field(fmt.Sprintf("%s.secrets[%d]", p, i), "empty (is the environment variable set?)")
+		}
+	}
+	for k := range s.Settings {
+		if k != s.Provider && !(k == "svix" && s.Provider == "standardwebhooks") {
+			return field(p+"."+k, "unknown field (provider-specific settings go in a block named %q)", s.Provider)
+		}
+	}
+	switch s.OnDuplicate {
+	case "":
+		s.OnDuplicate = DefaultOnDuplicate
+	case "skip", "reject":
+	default:
+		return field(p+".on_duplicate", "%q: want skip or reject", s.OnDuplicate)
+	}
+	if s.Tolerance < 0 {
+		return field(p+".tolerance", "must not be negative")
+	}
+	if s.Lease == 0 {
+		s.Lease = Duration(DefaultLease)
+	}
+	if s.Lease < Duration(time.Second/10) {
+		return field(p+".lease", "must be at least 100ms")
+	}
+	if s.DedupWindow == 0 {
+		s.DedupWindow = Duration(DefaultDedupWindow)
+	}
+	if s.DedupWindow < 0 {
+		return field(p+".dedup_window", "must not be negative")
+	}
+	if s.MaxConcurrency < 0 {
+		return field(p+".max_concurrency", "must not be negative")
+	}
+	var err error
+	if s.EventID != "" {
+		if s.eventID, err = providers.ParseKeyResolver(s.EventID); err != nil {
+			return field(p+".event_id", "%v", err)
+		}
+	} else if s.Provider == "hmac" {
+		return field(p+".event_id", "provider hmac requires an event_id resolver (header:NAME, json:path, form:FIELD or body:sha256)")
+	}
+	if s.EventType != "" {
+		if s.evType, err = providers.ParseKeyResolver(s.EventType); err != nil {
+			return field(p+".event_type", "%v", err)
+		}
+	}
+	d := &s.Destination
+	if d.URL != "" {
+		u, err := url.Parse(d.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return field(p+".destination.url", "%q: want an absolute http(s) URL", d.URL)
+		}
+	}
+	if d.Timeout == 0 {
+		d.Timeout = Duration(DefaultDestTimeout)
+	}
+	if d.MaxAttempts == 0 {
+		d.MaxAttempts = DefaultMaxAttempts
+	}
+	if d.MaxAttempts < 1 {
+		return field(p+".destination.max_attempts", "must be at least 1")
+	}
+	if d.Backoff.Min == 0 {
+		d.Backoff.Min = Duration(DefaultBackoffMin)
+	}
+	if d.Backoff.Max == 0 {
+		d.Backoff.Max = Duration(DefaultBackoffMax)
+	}
+	if d.Backoff.Max < d.Backoff.Min {
+		return field(p+".destination.backoff.max", "must not be less than backoff.min")
+	}
+	if d.Secret != "" && !strings.HasPrefix(d.Secret, "whsec_") {
+		return field(p+".destination.secret", "want a Standard Webhooks secret: whsec_ followed by base64")
+	}
+	settings := s.Settings[s.Provider]
+	pc := providers.Config{
+		Source:    s.Name,
+		Secrets:   s.Secrets,
+		Tolerance: s.Tolerance.D(),
+		Settings: func(v any) error {
+			if settings.Kind == 0 {
+				return nil
+			}
+			raw, err := yaml.Marshal(&settings)
+			if err != nil {
+				return err
+			}
+			dec := yaml.NewDecoder(bytes.NewReader(raw))
+			dec.KnownFields(true)
+			return dec.Decode(v)
+		},
+	}
+	prov, err := factory(pc)
+	if err != nil {
+		msg := err.Error()
+		// Adapters name their own fields ("secrets: ...", "paypal.webhook_id: ..."); prefix the source.
+		return wrap(fmt.Errorf("%s.%s", p, msg))
+	}
+	s.provider = prov
+	return nil
+}

@@ -1,0 +1,53 @@
+package jobs
+
+import (
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Queue is the River queue hookline's event jobs run on.
+const Queue = "hookline"
+
+// UniqueStates are the job states in which a second job for the same event is
+// refused: "until executed". completed, cancelled and discarded are left out,
+// so a finished event can be enqueued again (after its dedup window, or as a
+// provider retry of a dead event).
+var UniqueStates = []rivertype.JobState{
+	rivertype.JobStateAvailable,
+	rivertype.JobStatePending,
+	rivertype.JobStateRetryable,
+	rivertype.JobStateRunning,
+	rivertype.JobStateScheduled,
+}
+
+// EventArgs is the River job for one event: process (source, event_id).
+// Only Source and EventID take part in uniqueness.
+type EventArgs struct {
+	Source  string `json:"source" river:"unique"`
+	EventID string `json:"event_id" river:"unique"`
+	// OverrideBefore is set by an operator retry: a completed claim whose
+	// completion is older than this may be taken over, once.
+	OverrideBefore time.Time `json:"override_before,omitzero"`
+}
+
+// Kind implements river.JobArgs.
+func (EventArgs) Kind() string { return "hookline.event" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: the hookline queue and
+// until-executed uniqueness on (source, event_id).
+func (EventArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{
+		Queue:      Queue,
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: UniqueStates},
+	}
+}
+
+// InsertOptsFor returns the insert options of an event job for a source whose
+// destination allows maxAttempts attempts per budget.
+func InsertOptsFor(maxAttempts int) *river.InsertOpts {
+	o := EventArgs{}.InsertOpts()
+	o.MaxAttempts = maxAttempts
+	return &o
+}
