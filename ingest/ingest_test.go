@@ -282,4 +282,3 @@ func TestPostgresDown(t *testing.T) {
 		})
 	}
 }
-

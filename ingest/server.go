@@ -402,5 +402,3 @@ func requestID(c echo.Context) string {
 	}
 	return c.Response().Header().Get(echo.HeaderXRequestID)
 }
-
-
