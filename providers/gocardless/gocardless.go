@@ -1,0 +1,172 @@
+// Package gocardless verifies GoCardless webhooks: the Webhook-Signature
+// header is the lowercase hex HMAC-SHA256 of the raw body, keyed with the
+// endpoint secret as UTF-8 bytes. There is no signed timestamp, so the
+// tolerance is ignored. GoCardless expects 498 Token Invalid for a bad
+// signature (providers.SignatureStatuser).
+//
+// A delivery `{"events":[…],"meta":{"webhook_id":…}}` is a batch: the adapter
+// is a providers.Splitter and each element of `events` is its own event, id
+// `events[].id`, type `{resource_type}.{action}`, time `created_at`.
+package gocardless
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/hookline/hookline/providers"
+)
+
+// Name is the adapter's registered name.
+const Name = "gocardless"
+
+// Header is the signature header.
+const Header = "Webhook-Signature"
+
+// StatusTokenInvalid is the status GoCardless expects for a bad signature.
+const StatusTokenInvalid = 498
+
+func init() {
+	providers.Register(Name, func(cfg providers.Config) (providers.Provider, error) { return New(cfg) })
+}
+
+// Verifier is the GoCardless adapter.
+type Verifier struct {
+	secrets [][]byte
+}
+
+// New returns a GoCardless adapter for cfg.
+func New(cfg providers.Config) (*Verifier, error) {
+	if len(cfg.Secrets) == 0 {
+		return nil, fmt.Errorf("secrets: at least one secret is required")
+	}
+	if err := cfg.Decode(&struct{}{}); err != nil {
+		return nil, fmt.Errorf("gocardless: %w", err)
+	}
+	v := &Verifier{}
+	for _, s := range cfg.Secrets {
+		v.secrets = append(v.secrets, []byte(s))
+	}
+	return v, nil
+}
+
+// ParseHeader decodes a Webhook-Signature value: one lowercase hex
+// HMAC-SHA256, as GoCardless sends it.
+func ParseHeader(value string) ([]byte, error) {
+	sig, err := hex.DecodeString(value)
+	if err != nil || len(sig) != sha256.Size || value != strings.ToLower(value) {
+		return nil, fmt.Errorf("%w: %s is not a hex HMAC-SHA256", providers.ErrInvalidSignature, Header)
+	}
+	return sig, nil
+}
+
+func mac(secret, body []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// Verify implements providers.Verifier.
+func (v *Verifier) Verify(r *providers.Request) error {
+	value := r.Header.Get(Header)
+	if value == "" {
+		return fmt.Errorf("%w: %s header is required", providers.ErrNoSignature, Header)
+	}
+	sig, err := ParseHeader(value)
+	if err != nil {
+		return err
+	}
+	for _, s := range v.secrets {
+		if hmac.Equal(mac(s, r.Body), sig) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s does not match", providers.ErrInvalidSignature, Header)
+}
+
+// InvalidSignatureStatus implements providers.SignatureStatuser: 498 Token Invalid.
+func (v *Verifier) InvalidSignatureStatus() int { return StatusTokenInvalid }
+
+func event(el gjson.Result) (providers.Event, error) {
+	f := []gjson.Result{el.Get("id"), el.Get("resource_type"), el.Get("action"), el.Get("created_at")}
+	if f[0].Type != gjson.String || f[0].Str == "" {
+		return providers.Event{}, fmt.Errorf("%w: event has no \"id\"", providers.ErrNoEventID)
+	}
+	ev := providers.Event{ID: f[0].Str}
+	if f[1].Str != "" || f[2].Str != "" {
+		ev.Type = f[1].Str + "." + f[2].Str
+	}
+	if t, err := time.Parse(time.RFC3339Nano, f[3].Str); err == nil {
+		ev.Time = t
+	}
+	return ev, nil
+}
+
+// Split implements providers.Splitter: one item per element of `events`,
+// its bytes a slice of the body.
+func (v *Verifier) Split(r *providers.Request) ([]providers.Item, error) {
+	if !gjson.ValidBytes(r.Body) {
+		return nil, fmt.Errorf("%w: body is not valid JSON", providers.ErrMalformed)
+	}
+	list := gjson.GetBytes(r.Body, "events")
+	if !list.IsArray() {
+		return nil, fmt.Errorf("%w: body has no \"events\" array", providers.ErrMalformed)
+	}
+	var out []providers.Item
+	var err error
+	list.ForEach(func(_, el gjson.Result) bool {
+		i := len(out)
+		if !el.IsObject() {
+			err = fmt.Errorf("%w: events[%d] is not an object", providers.ErrMalformed, i)
+			return false
+		}
+		// gjson reports where Raw starts in the body; check it rather than trust it.
+		end := el.Index + len(el.Raw)
+		if el.Index <= 0 || end > len(r.Body) || !bytes.Equal(r.Body[el.Index:end], []byte(el.Raw)) {
+			err = fmt.Errorf("%w: cannot locate events[%d] in the body", providers.ErrMalformed, i)
+			return false
+		}
+		ev, eerr := event(el)
+		if eerr != nil {
+			err = fmt.Errorf("events[%d]: %w", i, eerr)
+			return false
+		}
+		out = append(out, providers.Item{Body: r.Body[el.Index:end], Offset: el.Index, Event: ev})
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: events is empty", providers.ErrMalformed)
+	}
+	return out, nil
+}
+
+// Resolve implements providers.Resolver with the first event (ingest splits
+// GoCardless deliveries instead; Resolve serves callers that want one event).
+func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
+	items, err := v.Split(r)
+	if err != nil {
+		return providers.Event{}, err
+	}
+	return items[0].Event, nil
+}
+
+// Sign implements providers.Signer with the first secret. now is unused: the
+// scheme has no timestamp.
+func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
+	r.Header.Set(Header, hex.EncodeToString(mac(v.secrets[0], r.Body)))
+	return nil
+}
+
+// Describe implements providers.Describer.
+func (v *Verifier) Describe() providers.Description {
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:events.#.id"}
+}

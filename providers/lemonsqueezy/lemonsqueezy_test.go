@@ -1,0 +1,167 @@
+package lemonsqueezy_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookline/hookline/providers"
+	"github.com/hookline/hookline/providers/lemonsqueezy"
+	"github.com/hookline/hookline/providers/providertest"
+)
+
+var _ providers.Provider = (*lemonsqueezy.Verifier)(nil)
+var _ providers.Signer = (*lemonsqueezy.Verifier)(nil)
+var _ providers.Describer = (*lemonsqueezy.Verifier)(nil)
+
+const sampleUpdated = "2026-11-30T11:59:00.000000Z"
+
+// sample is a delivery whose data.id is id.
+func sample(id string) *providers.Request {
+	return providertest.Request(`{"meta":{"event_name":"subscription_updated","custom_data":{"customer_id":25}},"data":{"type":"subscriptions","id":"`+id+`","attributes":{"store_id":1,"status":"active","created_at":"2026-11-01T09:00:00.000000Z","updated_at":"`+sampleUpdated+`"}}}`,
+		lemonsqueezy.EventNameHeader, "subscription_updated")
+}
+
+// conformanceName registers a test-only view of the adapter for the suite.
+// The suite requires Resolve to return exactly the id a Delivery was built
+// with, but Lemon Squeezy's default id is a composite
+// "{event_name}:{type}:{data.id}:{updated_at}". The view runs the real
+// Resolve, checks the composite's fixed parts and hands the suite the data.id
+// part; everything else (Verify, Sign, Describe) is the real adapter. Drop it
+// once providertest.Harness can map a delivery id to the expected event id.
+const conformanceName = lemonsqueezy.Name + "_conformance_view"
+
+type conformanceView struct{ *lemonsqueezy.Verifier }
+
+func (c conformanceView) Resolve(r *providers.Request) (providers.Event, error) {
+	ev, err := c.Verifier.Resolve(r)
+	if err != nil {
+		return ev, err
+	}
+	const prefix, suffix = "subscription_updated:subscriptions:", ":" + sampleUpdated
+	if !strings.HasPrefix(ev.ID, prefix) || !strings.HasSuffix(ev.ID, suffix) || len(ev.ID) < len(prefix)+len(suffix) {
+		return ev, fmt.Errorf("composite id %q is not %s<data.id>%s", ev.ID, prefix, suffix)
+	}
+	ev.ID = ev.ID[len(prefix) : len(ev.ID)-len(suffix)]
+	return ev, nil
+}
+
+func init() {
+	providers.Register(conformanceName, func(cfg providers.Config) (providers.Provider, error) {
+		v, err := lemonsqueezy.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return conformanceView{v}, nil
+	})
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	providertest.Run(t, providertest.Harness{
+		Provider: conformanceName,
+		Secrets:  []string{"lemon_signing_secret_one", "lemon_signing_secret_two"},
+		Delivery: sample,
+		WantType: "subscription_updated",
+		WantTime: time.Date(2026, 11, 30, 11, 59, 0, 0, time.UTC),
+	})
+}
+
+// TestCompositeID checks the real id, which the conformance view strips.
+func TestCompositeID(t *testing.T) {
+	t.Parallel()
+	p, err := lemonsqueezy.New(providers.Config{Secrets: []string{"s"}})
+	require.NoError(t, err)
+
+	ev, err := p.Resolve(sample("sub_42"))
+	require.NoError(t, err)
+	require.Equal(t, "subscription_updated:subscriptions:sub_42:"+sampleUpdated, ev.ID)
+
+	// The next change of the same subscription is a new event.
+	later := sample("sub_42")
+	later.Body = []byte(strings.Replace(string(later.Body), sampleUpdated, "2026-11-30T12:10:00.000000Z", 1))
+	ev2, err := p.Resolve(later)
+	require.NoError(t, err)
+	require.NotEqual(t, ev.ID, ev2.ID)
+
+	// A numeric data.id is used as its JSON text.
+	ev, err = p.Resolve(providertest.Request(`{"meta":{"event_name":"order_created"},"data":{"type":"orders","id":7,"attributes":{}}}`))
+	require.NoError(t, err)
+	require.Equal(t, "order_created:orders:7:", ev.ID)
+	require.True(t, ev.Time.IsZero())
+
+	// The type falls back to X-Event-Name.
+	ev, err = p.Resolve(providertest.Request(`{"data":{"type":"orders","id":"7","attributes":{"updated_at":"2021-08-17T09:45:53.000000Z"}}}`, lemonsqueezy.EventNameHeader, "order_refunded"))
+	require.NoError(t, err)
+	require.Equal(t, providers.Event{ID: "order_refunded:orders:7:2021-08-17T09:45:53.000000Z", Type: "order_refunded", Time: time.Date(2021, 8, 17, 9, 45, 53, 0, time.UTC)}, ev)
+
+	for _, body := range []string{`{}`, `{"meta":{"event_name":"order_created"},"data":{"type":"orders"}}`, `{"data":{"id":null}}`, `{"data":{"id":""}}`} {
+		_, err = p.Resolve(providertest.Request(body))
+		require.ErrorIs(t, err, providers.ErrNoEventID, body)
+	}
+	_, err = p.Resolve(providertest.Request(`{"data":`))
+	require.ErrorIs(t, err, providers.ErrMalformed)
+}
+
+// The vector was computed independently of this package with
+//
+//	printf %s "$vectorBody" | openssl dgst -sha256 -hmac 'lemon_signing_secret'
+const (
+	vectorSecret = "lemon_signing_secret"
+	vectorBody   = `{"meta":{"event_name":"order_created","custom_data":{"customer_id":25}},"data":{"type":"orders","id":"1","attributes":{"store_id":1,"identifier":"104e18a2-d755-4d4b-80c4-a6c1dcbe1c10","status":"paid","total":999,"created_at":"2021-08-17T09:45:53.000000Z","updated_at":"2021-08-17T09:45:53.000000Z"}}}`
+	vectorSig    = "504472c3afcbb4229195cee3614c1632c05c3cea13a7411deb819d803d41e252"
+)
+
+func TestOpenSSLVector(t *testing.T) {
+	t.Parallel()
+	p, err := lemonsqueezy.New(providers.Config{Secrets: []string{"old", vectorSecret}, Tolerance: time.Nanosecond})
+	require.NoError(t, err)
+	req := providertest.Request(vectorBody, lemonsqueezy.Header, vectorSig)
+	require.NoError(t, p.Verify(req))
+	ev, err := p.Resolve(req)
+	require.NoError(t, err)
+	require.Equal(t, "order_created:orders:1:2021-08-17T09:45:53.000000Z", ev.ID)
+
+	signer, err := lemonsqueezy.New(providers.Config{Secrets: []string{vectorSecret}})
+	require.NoError(t, err)
+	ours := providertest.Request(vectorBody)
+	require.NoError(t, signer.Sign(ours, time.Time{}))
+	require.Equal(t, vectorSig, ours.Header.Get(lemonsqueezy.Header))
+}
+
+func TestNew(t *testing.T) {
+	t.Parallel()
+	_, err := lemonsqueezy.New(providers.Config{})
+	require.Error(t, err)
+	_, err = lemonsqueezy.New(providers.Config{Secrets: []string{"k"}, Settings: providertest.DecodeSettings(map[string]any{"store_id": 1})})
+	require.Error(t, err, "unknown settings are an error")
+}
+
+// FuzzVerify feeds arbitrary X-Signature values: no panics, only signature
+// errors, and only the exact signature passes.
+func FuzzVerify(f *testing.F) {
+	f.Add(vectorSig)
+	f.Add(strings.ToUpper(vectorSig))
+	f.Add("sha256=" + vectorSig)
+	f.Add(vectorSig[1:])
+	f.Add("")
+	p, err := lemonsqueezy.New(providers.Config{Secrets: []string{vectorSecret}})
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, sig string) {
+		req := providertest.Request(vectorBody)
+		req.Header[lemonsqueezy.Header] = []string{sig}
+		err := p.Verify(req)
+		if err == nil {
+			if sig != vectorSig {
+				t.Fatalf("accepted %q", sig)
+			}
+			return
+		}
+		if !providers.IsSignatureError(err) {
+			t.Fatalf("not a signature error: %v", err)
+		}
+	})
+}

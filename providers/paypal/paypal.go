@@ -1,0 +1,365 @@
+// Package paypal verifies PayPal REST webhooks offline. PayPal signs with its
+// own RSA key, not a shared secret: the headers are
+//
+//	PAYPAL-TRANSMISSION-ID    transmission id
+//	PAYPAL-TRANSMISSION-TIME  RFC 3339 time of the transmission
+//	PAYPAL-TRANSMISSION-SIG   base64 RSA PKCS#1 v1.5 SHA-256 signature
+//	PAYPAL-CERT-URL           where PayPal's X.509 signing certificate is
+//	PAYPAL-AUTH-ALGO          SHA256withRSA (the only algorithm accepted)
+//
+// and the signed string is `<transmission id>|<transmission time>|<webhook
+// id>|<CRC-32 (IEEE) of the raw body, unsigned decimal>`. The webhook id is
+// the id of the webhook in PayPal's developer dashboard, so a signature made
+// for another webhook does not verify here: `paypal: {webhook_id: …}` is
+// required. PayPal has no shared secret: the source's `secrets` are not used.
+//
+// The certificate is fetched from PAYPAL-CERT-URL only when the URL is https
+// and its host is one of `paypal.cert_hosts` (default api.paypal.com,
+// api.sandbox.paypal.com, api-m.paypal.com, api-m.sandbox.paypal.com; an
+// entry with a port must match host:port exactly, one without a port allows
+// the default https port). Plain http is allowed only for a loopback host
+// listed in cert_hosts, for tests. Trust rests on that https fetch from a
+// PayPal host; the certificate chain itself is not validated, but the
+// certificate must be current and hold an RSA key. Certificates are cached by
+// URL (at most 64) until their NotAfter; redirects are not followed. A failed
+// fetch is reported as an invalid signature (PayPal retries any non-2xx).
+//
+// PAYPAL-TRANSMISSION-TIME must be within the tolerance (default 5 minutes,
+// both directions). PayPal's docs set no limit; every delivery attempt is its
+// own transmission (new id and time, listed separately in the webhook event's
+// transmissions), so retries stay fresh. Note that CRC-32 is not a
+// cryptographic hash: the body is bound to the signature only as strongly as
+// PayPal's scheme allows, and the tolerance limits how long a captured
+// signature can be reused.
+//
+// The event id is the body's `id` (WH-…), the type `event_type`, the time
+// `create_time`.
+package paypal
+
+import (
+	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hookline/hookline/providers"
+)
+
+// Name is the adapter's registered name.
+const Name = "paypal"
+
+// Headers of a delivery.
+const (
+	HeaderTransmissionID   = "Paypal-Transmission-Id"
+	HeaderTransmissionTime = "Paypal-Transmission-Time"
+	HeaderTransmissionSig  = "Paypal-Transmission-Sig"
+	HeaderCertURL          = "Paypal-Cert-Url"
+	HeaderAuthAlgo         = "Paypal-Auth-Algo"
+)
+
+// AuthAlgo is the only PAYPAL-AUTH-ALGO accepted.
+const AuthAlgo = "SHA256withRSA"
+
+// DefaultTolerance bounds the age of PAYPAL-TRANSMISSION-TIME.
+const DefaultTolerance = 5 * time.Minute
+
+// DefaultCertHosts are the hosts certificates may be fetched from.
+var DefaultCertHosts = []string{"api.paypal.com", "api.sandbox.paypal.com", "api-m.paypal.com", "api-m.sandbox.paypal.com"}
+
+const (
+	maxCachedCerts = 64
+	maxCertBytes   = 64 << 10
+	fetchTimeout   = 10 * time.Second
+)
+
+func init() {
+	providers.Register(Name, func(cfg providers.Config) (providers.Provider, error) { return New(cfg) })
+}
+
+// Settings is the `paypal:` block of a source.
+type Settings struct {
+	// WebhookID is the webhook's id in PayPal's developer dashboard. Required.
+	WebhookID string `yaml:"webhook_id"`
+	// CertHosts are the hosts (host or host:port) PAYPAL-CERT-URL may point
+	// to. Default DefaultCertHosts.
+	CertHosts []string `yaml:"cert_hosts"`
+}
+
+type cachedCert struct {
+	key      *rsa.PublicKey
+	notAfter time.Time
+}
+
+// Verifier is the PayPal adapter.
+type Verifier struct {
+	webhookID string
+	hosts     map[string]bool // lowercased host or host:port
+	tolerance time.Duration
+	now       func() time.Time
+	client    *http.Client
+
+	mu    sync.Mutex
+	certs map[string]cachedCert
+}
+
+// New returns a PayPal adapter for cfg.
+func New(cfg providers.Config) (*Verifier, error) {
+	var s Settings
+	if err := cfg.Decode(&s); err != nil {
+		return nil, fmt.Errorf("paypal: %w", err)
+	}
+	if strings.TrimSpace(s.WebhookID) == "" {
+		return nil, fmt.Errorf("paypal.webhook_id: required (the webhook's id in PayPal's developer dashboard)")
+	}
+	if strings.Contains(s.WebhookID, "|") {
+		return nil, fmt.Errorf("paypal.webhook_id: must not contain '|'")
+	}
+	hosts := s.CertHosts
+	if hosts == nil {
+		hosts = DefaultCertHosts
+	}
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("paypal.cert_hosts: at least one host is required")
+	}
+	v := &Verifier{
+		webhookID: strings.TrimSpace(s.WebhookID),
+		hosts:     map[string]bool{},
+		tolerance: cfg.Tolerance,
+		now:       cfg.NowFunc(),
+		certs:     map[string]cachedCert{},
+	}
+	for i, h := range hosts {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" || strings.ContainsAny(h, "/?#@ ") {
+			return nil, fmt.Errorf("paypal.cert_hosts[%d]: want a host or host:port", i)
+		}
+		v.hosts[h] = true
+	}
+	if v.tolerance == 0 {
+		v.tolerance = DefaultTolerance
+	}
+	base := cfg.HTTPClient
+	if base == nil {
+		base = &http.Client{Timeout: fetchTimeout}
+	}
+	c := *base
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	v.client = &c
+	return v, nil
+}
+
+// isLoopback reports whether host (without port) is a loopback name or address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CertURLAllowed reports whether PAYPAL-CERT-URL value raw may be fetched.
+func (v *Verifier) CertURLAllowed(raw string) (*url.URL, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.User != nil || u.Host == "" || u.Opaque != "" {
+		return nil, false
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !isLoopback(host) {
+			return nil, false
+		}
+	default:
+		return nil, false
+	}
+	if port != "" && v.hosts[net.JoinHostPort(host, port)] {
+		return u, true
+	}
+	if v.hosts[host] && (port == "" || (port == "443" && u.Scheme == "https")) {
+		return u, true
+	}
+	return nil, false
+}
+
+// SignedString is the string PayPal signs for a delivery.
+func SignedString(transmissionID, transmissionTime, webhookID string, body []byte) string {
+	return transmissionID + "|" + transmissionTime + "|" + webhookID + "|" + strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10)
+}
+
+// errFetch marks certificate fetch failures (wrapped in ErrInvalidSignature).
+var errFetch = errors.New("cannot get the PayPal certificate")
+
+func (v *Verifier) publicKey(u *url.URL) (*rsa.PublicKey, error) {
+	key := u.String()
+	now := v.now()
+	v.mu.Lock()
+	c, ok := v.certs[key]
+	if ok && now.After(c.notAfter) {
+		delete(v.certs, key)
+		ok = false
+	}
+	v.mu.Unlock()
+	if ok {
+		return c.key, nil
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, key, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errFetch, err)
+	}
+	resp, err := v.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errFetch, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%w: %s answered %d", errFetch, u.Host, resp.StatusCode)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxCertBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errFetch, err)
+	}
+	if len(raw) > maxCertBytes {
+		return nil, fmt.Errorf("%w: certificate response over %d bytes", errFetch, maxCertBytes)
+	}
+	cert, err := ParseCertificate(raw)
+	if err != nil {
+		return nil, err
+	}
+	if now.Before(cert.NotBefore) || now.After(cert.NotAfter) {
+		return nil, fmt.Errorf("%w: the certificate is not valid now", errFetch)
+	}
+	pub, ok := cert.PublicKey.(*rsa.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("%w: the certificate key is not RSA", errFetch)
+	}
+
+	v.mu.Lock()
+	if len(v.certs) >= maxCachedCerts {
+		// Evict expired entries, then (still full) the one expiring first.
+		var first string
+		for k, e := range v.certs {
+			if now.After(e.notAfter) {
+				delete(v.certs, k)
+			} else if first == "" || e.notAfter.Before(v.certs[first].notAfter) {
+				first = k
+			}
+		}
+		if len(v.certs) >= maxCachedCerts {
+			delete(v.certs, first)
+		}
+	}
+	v.certs[key] = cachedCert{key: pub, notAfter: cert.NotAfter}
+	v.mu.Unlock()
+	return pub, nil
+}
+
+// ParseCertificate returns the first certificate of a PEM bundle (the leaf,
+// as PayPal serves it) or of a DER certificate.
+func ParseCertificate(raw []byte) (*x509.Certificate, error) {
+	rest := raw
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type == "CERTIFICATE" {
+			c, err := x509.ParseCertificate(block.Bytes)
+			if err != nil {
+				return nil, fmt.Errorf("%w: unparseable certificate", errFetch)
+			}
+			return c, nil
+		}
+	}
+	c, err := x509.ParseCertificate(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: no certificate in the response", errFetch)
+	}
+	return c, nil
+}
+
+// Verify implements providers.Verifier.
+func (v *Verifier) Verify(r *providers.Request) error {
+	h := map[string]string{}
+	for _, name := range []string{HeaderTransmissionID, HeaderTransmissionTime, HeaderTransmissionSig, HeaderCertURL, HeaderAuthAlgo} {
+		val := strings.TrimSpace(r.Header.Get(name))
+		if val == "" {
+			return fmt.Errorf("%w: %s header is required", providers.ErrNoSignature, name)
+		}
+		h[name] = val
+	}
+	if h[HeaderAuthAlgo] != AuthAlgo {
+		return fmt.Errorf("%w: %s must be %s", providers.ErrInvalidSignature, HeaderAuthAlgo, AuthAlgo)
+	}
+	if strings.Contains(h[HeaderTransmissionID], "|") {
+		return fmt.Errorf("%w: bad %s", providers.ErrInvalidSignature, HeaderTransmissionID)
+	}
+	ts, err := time.Parse(time.RFC3339Nano, h[HeaderTransmissionTime])
+	if err != nil {
+		return fmt.Errorf("%w: %s is not an RFC 3339 time", providers.ErrInvalidSignature, HeaderTransmissionTime)
+	}
+	if err := providers.CheckTimestamp(ts, v.now(), v.tolerance); err != nil {
+		return fmt.Errorf("%w (tolerance %s)", err, v.tolerance)
+	}
+	u, ok := v.CertURLAllowed(h[HeaderCertURL])
+	if !ok {
+		return fmt.Errorf("%w: %s is not an https URL on an allowed host (paypal.cert_hosts)", providers.ErrInvalidSignature, HeaderCertURL)
+	}
+	sig, err := base64.StdEncoding.DecodeString(h[HeaderTransmissionSig])
+	if err != nil || len(sig) == 0 {
+		return fmt.Errorf("%w: %s is not base64", providers.ErrInvalidSignature, HeaderTransmissionSig)
+	}
+	pub, err := v.publicKey(u)
+	if err != nil {
+		return fmt.Errorf("%w: %w", providers.ErrInvalidSignature, err)
+	}
+	digest := sha256.Sum256([]byte(SignedString(h[HeaderTransmissionID], h[HeaderTransmissionTime], v.webhookID, r.Body)))
+	if err := rsa.VerifyPKCS1v15(pub, crypto.SHA256, digest[:], sig); err != nil {
+		return fmt.Errorf("%w: %s does not match (is paypal.webhook_id right?)", providers.ErrInvalidSignature, HeaderTransmissionSig)
+	}
+	return nil
+}
+
+// Resolve implements providers.Resolver: id, event_type and create_time.
+func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
+	f, err := providers.JSONFields(r.Body, "id", "event_type", "create_time")
+	if err != nil {
+		return providers.Event{}, err
+	}
+	if f[0] == "" {
+		return providers.Event{}, fmt.Errorf("%w: body has no \"id\"", providers.ErrNoEventID)
+	}
+	ev := providers.Event{ID: f[0], Type: f[1]}
+	if t, err := time.Parse(time.RFC3339Nano, f[2]); err == nil {
+		ev.Time = t
+	}
+	return ev, nil
+}
+
+// Describe implements providers.Describer. The adapter cannot sign: only
+// PayPal holds the key.
+func (v *Verifier) Describe() providers.Description {
+	return providers.Description{
+		Headers:          []string{HeaderTransmissionID, HeaderTransmissionTime, HeaderTransmissionSig, HeaderCertURL, HeaderAuthAlgo},
+		DefaultEventID:   "json:id",
+		DefaultTolerance: DefaultTolerance,
+	}
+}

@@ -1,0 +1,147 @@
+package shopify_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookline/hookline/providers"
+	"github.com/hookline/hookline/providers/providertest"
+	"github.com/hookline/hookline/providers/shopify"
+)
+
+var (
+	_ providers.Provider  = (*shopify.Verifier)(nil)
+	_ providers.Signer    = (*shopify.Verifier)(nil)
+	_ providers.Describer = (*shopify.Verifier)(nil)
+)
+
+const body = `{"id":820982911946154508,"email":"jon@example.com","total_price":"10.00"}`
+
+var triggeredAt = time.Date(2026, 11, 30, 11, 59, 30, 123456789, time.UTC)
+
+func sample(id string) *providers.Request {
+	return providertest.Request(body,
+		shopify.HeaderEventID, id,
+		shopify.HeaderTopic, "orders/create",
+		shopify.HeaderTriggeredAt, "2026-11-30T11:59:30.123456789Z",
+		shopify.HeaderWebhookID, "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043",
+		"X-Shopify-Shop-Domain", "example.myshopify.com")
+}
+
+func harness() providertest.Harness {
+	return providertest.Harness{
+		Provider: shopify.Name,
+		Secrets:  []string{"shpss_hookline_test_secret", "hush"},
+		Delivery: sample,
+		WantType: "orders/create",
+		WantTime: triggeredAt,
+		// Sign sets the X- header; Shopify-Hmac-Sha256 is only a fallback.
+		SignatureHeaders: []string{shopify.HeaderHMAC},
+		Tolerance:        time.Minute, // accepted and ignored
+	}
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	providertest.Run(t, harness())
+}
+
+func build(t *testing.T, secrets ...string) *shopify.Verifier {
+	t.Helper()
+	v, err := shopify.New(providers.Config{Secrets: secrets})
+	require.NoError(t, err)
+	return v
+}
+
+// TestIndependentHMAC checks against values computed at development time with
+//
+//	printf '%s' "$body" | openssl dgst -sha256 -hmac "$secret" -binary | base64
+//
+// (OpenSSL 3.0.19); Shopify publishes no vector and no Go SDK oracle.
+func TestIndependentHMAC(t *testing.T) {
+	t.Parallel()
+	vectors := map[string]string{
+		"shpss_hookline_test_secret": "XRb1Pn+D/mYMCU+6AyApGffs1lsxode4caFQAY3qJT4=",
+		"hush":                       "m4FFod+h41Veq3iGu9IYC4BB/jVI4MOrGLOk7hjAbKU=",
+	}
+	for secret, want := range vectors {
+		v := build(t, secret)
+		req := sample("e1")
+		require.NoError(t, v.Sign(req, time.Time{}))
+		require.Equal(t, want, req.Header.Get(shopify.HeaderHMAC))
+
+		for _, header := range []string{shopify.HeaderHMAC, shopify.HeaderHMACEvents} {
+			req := sample("e1")
+			req.Header.Set(header, want)
+			require.NoError(t, v.Verify(req), header)
+		}
+	}
+	// Rotation: either secret verifies.
+	req := sample("e1")
+	req.Header.Set(shopify.HeaderHMAC, vectors["hush"])
+	require.NoError(t, build(t, "shpss_hookline_test_secret", "hush").Verify(req))
+	require.ErrorIs(t, build(t, "shpss_hookline_test_secret").Verify(req), providers.ErrInvalidSignature)
+}
+
+func TestVerifyErrors(t *testing.T) {
+	t.Parallel()
+	v := build(t, "hush")
+	require.ErrorIs(t, v.Verify(sample("e1")), providers.ErrNoSignature)
+
+	for _, bad := range []string{"not base64", "m4FFod+h41Veq3iGu9IYC4BB/jVI4MOrGLOk7hjAbKU", "AAAA", "sha256=m4FFod+h41Veq3iGu9IYC4BB/jVI4MOrGLOk7hjAbKU="} {
+		req := sample("e1")
+		req.Header.Set(shopify.HeaderHMAC, bad)
+		require.ErrorIs(t, v.Verify(req), providers.ErrInvalidSignature, bad)
+	}
+	// The X- header wins when both are present.
+	req := sample("e1")
+	req.Header.Set(shopify.HeaderHMAC, "AAAA")
+	req.Header.Set(shopify.HeaderHMACEvents, "m4FFod+h41Veq3iGu9IYC4BB/jVI4MOrGLOk7hjAbKU=")
+	require.ErrorIs(t, v.Verify(req), providers.ErrInvalidSignature)
+}
+
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	v := build(t, "hush")
+	req := sample("98880550-7158-44d4-b7cd-2c97c8a091b5")
+	req.Header.Set(shopify.HeaderTriggeredAt, "2023-03-29T18:00:27.877041743Z")
+	ev, err := v.Resolve(req)
+	require.NoError(t, err)
+	require.Equal(t, "98880550-7158-44d4-b7cd-2c97c8a091b5", ev.ID)
+	require.Equal(t, "orders/create", ev.Type)
+	require.True(t, ev.Time.Equal(time.Date(2023, 3, 29, 18, 0, 27, 877041743, time.UTC)))
+
+	req.Header.Set(shopify.HeaderTriggeredAt, "yesterday")
+	ev, err = v.Resolve(req)
+	require.NoError(t, err)
+	require.True(t, ev.Time.IsZero())
+
+	d := v.Describe()
+	require.Equal(t, "header:X-Shopify-Event-Id", d.DefaultEventID)
+	require.Zero(t, d.DefaultTolerance)
+}
+
+func TestNew(t *testing.T) {
+	t.Parallel()
+	_, err := shopify.New(providers.Config{})
+	require.Error(t, err)
+	_, err = shopify.New(providers.Config{Secrets: []string{"s"}, Settings: providertest.DecodeSettings(map[string]any{"shop": "x"})})
+	require.Error(t, err)
+}
+
+func FuzzParseSignature(f *testing.F) {
+	f.Add("m4FFod+h41Veq3iGu9IYC4BB/jVI4MOrGLOk7hjAbKU=")
+	f.Add("")
+	f.Add("====")
+	f.Fuzz(func(t *testing.T, v string) {
+		sig, err := shopify.ParseSignature(v)
+		if err == nil && len(sig) != 32 {
+			t.Fatalf("signature of %d bytes accepted from %q", len(sig), v)
+		}
+		if err != nil && sig != nil {
+			t.Fatalf("signature returned with error %v", err)
+		}
+	})
+}
