@@ -35,6 +35,7 @@ CREATE TABLE hookline_events (
     PRIMARY KEY (source, event_id)
 );
 CREATE INDEX hookline_events_completed ON hookline_events (completed_at) WHERE state = 'completed';
+CREATE INDEX hookline_events_delivery ON hookline_events (delivery_id);
 
 -- The dead set: deliveries rejected as duplicates (reason duplicate) and
 -- events whose attempts ran out (reason failed). Kept until deleted.
@@ -55,12 +56,13 @@ CREATE TABLE hookline_dead (
 CREATE INDEX hookline_dead_newest ON hookline_dead (dead_at DESC, id DESC);
 CREATE INDEX hookline_dead_event ON hookline_dead (source, event_id);
 
--- Idempotency claims (package idem): processing -> completed, fenced by token.
-CREATE SEQUENCE hookline_claims_token_seq;
+-- Idempotency claims (package idem; the same DDL as idem.TableDDL("hookline_claims")):
+-- processing -> completed, fenced by a token from a sequence that never repeats.
+CREATE SEQUENCE hookline_claims_token_seq AS bigint;
 CREATE TABLE hookline_claims (
     key          text        PRIMARY KEY,
     state        text        NOT NULL CHECK (state IN ('processing', 'completed')),
-    token        bigint      NOT NULL,
+    token        bigint      NOT NULL DEFAULT nextval('hookline_claims_token_seq'::regclass),
     holder       text        NOT NULL DEFAULT '',
     expires_at   timestamptz NOT NULL,
     claimed_at   timestamptz NOT NULL DEFAULT now(),
@@ -68,4 +70,4 @@ CREATE TABLE hookline_claims (
     created_at   timestamptz NOT NULL DEFAULT now(),
     updated_at   timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX hookline_claims_expires_at ON hookline_claims (expires_at);
+CREATE INDEX hookline_claims_expires_at_idx ON hookline_claims (expires_at);

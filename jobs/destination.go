@@ -1,0 +1,105 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hookline/hookline/providers/standardwebhooks"
+)
+
+// errorExcerpt bounds how much of a failed response body is kept as the
+// event's last error.
+const errorExcerpt = 512
+
+// drainLimit is how much of a response body is read so the connection can be
+// reused; larger bodies are cut and the connection dropped.
+const drainLimit = 64 << 10
+
+// Forwarder posts events to HTTP destinations, reusing connections.
+type Forwarder struct {
+	client *http.Client
+	now    func() time.Time
+}
+
+// NewForwarder returns a Forwarder with a pooled transport.
+func NewForwarder() *Forwarder {
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        512,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &Forwarder{client: &http.Client{Transport: tr}, now: time.Now}
+}
+
+// DestinationError is a failed attempt: a non-2xx status or a transport error.
+type DestinationError struct {
+	Status  int    // 0 for transport errors and timeouts
+	Excerpt string // the start of the response body
+	Err     error
+}
+
+func (e *DestinationError) Error() string {
+	if e.Status == 0 {
+		return fmt.Sprintf("destination: %v", e.Err)
+	}
+	if e.Excerpt == "" {
+		return fmt.Sprintf("destination answered %d", e.Status)
+	}
+	return fmt.Sprintf("destination answered %d: %s", e.Status, e.Excerpt)
+}
+
+func (e *DestinationError) Unwrap() error { return e.Err }
+
+// Forward posts ev's exact raw body to d with hookline's headers
+// (CONTRACT.md §4). Any 2xx is success.
+func (f *Forwarder) Forward(ctx context.Context, d *Destination, ev *Event) error {
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(ev.Body))
+	if err != nil {
+		return &DestinationError{Err: err}
+	}
+	h := req.Header
+	if ev.ContentType != "" {
+		h.Set("Content-Type", ev.ContentType)
+	}
+	key := ev.IdempotencyKey()
+	h.Set("Idempotency-Key", key)
+	h.Set("Hookline-Source", ev.Source)
+	h.Set("Hookline-Event-Id", ev.ID)
+	h.Set("Hookline-Event-Type", ev.Type)
+	h.Set("Hookline-Attempt", strconv.Itoa(ev.Attempt))
+	h.Set("Hookline-Delivery-Id", strconv.FormatInt(ev.DeliveryID, 10))
+	h.Set("User-Agent", "hookline")
+	if d.Secret != "" {
+		secret, err := standardwebhooks.DecodeSecret(d.Secret)
+		if err != nil {
+			return &DestinationError{Err: fmt.Errorf("destination.secret: %w", err)}
+		}
+		standardwebhooks.SetHeaders(h, secret, key, f.now(), ev.Body)
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return &DestinationError{Err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+		return nil
+	}
+	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, errorExcerpt))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+	return &DestinationError{Status: resp.StatusCode, Excerpt: string(excerpt)}
+}

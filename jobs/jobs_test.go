@@ -1,0 +1,242 @@
+package jobs_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/hookline/hookline/ingest"
+	"github.com/hookline/hookline/internal/pgtest"
+	"github.com/hookline/hookline/jobs"
+	"github.com/hookline/hookline/providers"
+	"github.com/hookline/hookline/providers/stripe"
+)
+
+const secret = "whsec_jobs_test"
+
+type bundle struct {
+	pool   *pgxpool.Pool
+	client *river.Client[pgx.Tx]
+	ingest string
+}
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// start runs ingest and the workers for one source named "s".
+func start(t *testing.T, src *jobs.Source, reject bool) *bundle {
+	t.Helper()
+	pool := pgtest.NewPool(t)
+	src.Name = "s"
+	client, err := jobs.NewClient(jobs.ClientConfig{Pool: pool, Sources: []*jobs.Source{src}, Workers: 20, Logger: quiet()})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, client.Start(ctx))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = client.Stop(ctx)
+	})
+	prov, err := stripe.New(providers.Config{Secrets: []string{secret}})
+	require.NoError(t, err)
+	onDup := ingest.OnDuplicateSkip
+	if reject {
+		onDup = ingest.OnDuplicateReject
+	}
+	srv, err := ingest.New(ingest.Config{Pool: pool, River: client, IngestRoutes: true, Batch: true, Logger: quiet(),
+		Sources: []*ingest.Source{{Name: "s", Provider: prov, OnDuplicate: onDup, MaxAttempts: src.MaxAttempts}}})
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	return &bundle{pool: pool, client: client, ingest: hs.URL + "/webhooks/s"}
+}
+
+func (b *bundle) send(t testing.TB, id string) string {
+	t.Helper()
+	body := []byte(`{"id":"` + id + `","type":"charge.succeeded","created":1764504000}`)
+	sig := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: time.Now()}).Header
+	req, _ := http.NewRequest(http.MethodPost, b.ingest, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Stripe-Signature", sig)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.Equal(t, http.StatusOK, resp.StatusCode, out)
+	return out["status"].(string)
+}
+
+type eventRow struct {
+	State    string
+	Attempts int
+	LastErr  *string
+}
+
+func (b *bundle) event(t testing.TB, id string) eventRow {
+	var r eventRow
+	err := b.pool.QueryRow(context.Background(), `SELECT state, attempts, last_error FROM hookline_events WHERE source='s' AND event_id=$1`, id).
+		Scan(&r.State, &r.Attempts, &r.LastErr)
+	require.NoError(t, err)
+	return r
+}
+
+func (b *bundle) waitState(t testing.TB, id, state string) eventRow {
+	t.Helper()
+	var r eventRow
+	require.Eventually(t, func() bool { r = b.event(t, id); return r.State == state }, 30*time.Second, 20*time.Millisecond,
+		"event %s never reached %s", id, state)
+	return r
+}
+
+type seen struct {
+	mu       sync.Mutex
+	keys     []string
+	attempts []string
+	ids      []string
+	bodies   [][]byte
+}
+
+func (s *seen) record(r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys = append(s.keys, r.Header.Get("Idempotency-Key"))
+	s.attempts = append(s.attempts, r.Header.Get("Hookline-Attempt"))
+	s.ids = append(s.ids, r.Header.Get("Webhook-Id"))
+	s.bodies = append(s.bodies, body)
+}
+
+func TestDestinationRetriesThenCompletes(t *testing.T) {
+	t.Parallel()
+	var s seen
+	var calls int
+	var mu sync.Mutex
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.record(r)
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n <= 3 {
+			http.Error(w, "try again", http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(dest.Close)
+	b := start(t, &jobs.Source{MaxAttempts: 10, BackoffMin: 10 * time.Millisecond, BackoffMax: 40 * time.Millisecond,
+		Destination: &jobs.Destination{URL: dest.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, false)
+
+	require.Equal(t, "accepted", b.send(t, "evt_retry"))
+	r := b.waitState(t, "evt_retry", "completed")
+	require.Equal(t, 4, r.Attempts)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, []string{"s:evt_retry", "s:evt_retry", "s:evt_retry", "s:evt_retry"}, s.keys)
+	require.Equal(t, []string{"1", "2", "3", "4"}, s.attempts)
+	require.Equal(t, "s:evt_retry", s.ids[0], "webhook-id is the Idempotency-Key")
+	require.JSONEq(t, `{"id":"evt_retry","type":"charge.succeeded","created":1764504000}`, string(s.bodies[0]))
+}
+
+func TestDestinationAlwaysFailsGoesDead(t *testing.T) {
+	t.Parallel()
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "broken "+r.Header.Get("Hookline-Attempt"), http.StatusBadGateway)
+	}))
+	t.Cleanup(dest.Close)
+	b := start(t, &jobs.Source{MaxAttempts: 3, BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
+		Destination: &jobs.Destination{URL: dest.URL}}, false)
+	require.Equal(t, "accepted", b.send(t, "evt_dead"))
+	r := b.waitState(t, "evt_dead", "dead")
+	require.Equal(t, 3, r.Attempts)
+	var reason, lastErr string
+	var attempts int
+	var payload []byte
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT reason, attempts, last_error, payload FROM hookline_dead WHERE event_id='evt_dead'`).
+		Scan(&reason, &attempts, &lastErr, &payload))
+	require.Equal(t, "failed", reason)
+	require.Equal(t, 3, attempts)
+	require.Contains(t, lastErr, "502")
+	require.Contains(t, lastErr, "broken 3")
+	require.JSONEq(t, `{"id":"evt_dead","type":"charge.succeeded","created":1764504000}`, string(payload))
+
+	// A provider re-delivery of a dead event is accepted and, once it
+	// succeeds, the event leaves the dead set.
+	dest.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.Equal(t, "4", r.Header.Get("Hookline-Attempt"), "attempts keep counting")
+	})
+	require.Equal(t, "accepted", b.send(t, "evt_dead"))
+	b.waitState(t, "evt_dead", "completed")
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM hookline_dead WHERE event_id='evt_dead'`).Scan(&n))
+	require.Zero(t, n)
+}
+
+func TestCompletedEventIsDuplicate(t *testing.T) {
+	t.Parallel()
+	for _, reject := range []bool{false, true} {
+		t.Run("reject="+strconv.FormatBool(reject), func(t *testing.T) {
+			t.Parallel()
+			var calls sync.Map
+			dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				v, _ := calls.LoadOrStore(r.Header.Get("Hookline-Event-Id"), new(int))
+				*(v.(*int))++
+			}))
+			t.Cleanup(dest.Close)
+			b := start(t, &jobs.Source{Destination: &jobs.Destination{URL: dest.URL}, Reject: reject}, reject)
+			require.Equal(t, "accepted", b.send(t, "evt_once"))
+			b.waitState(t, "evt_once", "completed")
+			require.Equal(t, "duplicate", b.send(t, "evt_once"))
+
+			// A second job for a completed event (as after a rescue race)
+			// does not call the destination.
+			_, err := b.client.Insert(context.Background(), jobs.EventArgs{Source: "s", EventID: "evt_once"}, nil)
+			require.NoError(t, err)
+			require.Eventually(t, func() bool {
+				var n int
+				_ = b.pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE state='completed' AND kind='hookline.event'`).Scan(&n)
+				return n == 2
+			}, 30*time.Second, 20*time.Millisecond)
+			v, _ := calls.Load("evt_once")
+			require.Equal(t, 1, *(v.(*int)))
+			var dead int
+			require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM hookline_dead WHERE event_id='evt_once' AND reason='duplicate'`).Scan(&dead))
+			if reject {
+				require.Equal(t, 2, dead, "the duplicate delivery and the duplicate job")
+			} else {
+				require.Zero(t, dead)
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	for attempt := 1; attempt <= 30; attempt++ {
+		d := jobs.Backoff(time.Second, time.Hour, attempt)
+		want := time.Second << min(attempt-1, 12)
+		want = min(want, time.Hour)
+		require.GreaterOrEqual(t, d, want/2, "attempt %d", attempt)
+		require.LessOrEqual(t, d, want, "attempt %d", attempt)
+	}
+}
+
+func TestRescueAfterIsTheShortestLease(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 2*time.Second, jobs.RescueAfter([]*jobs.Source{{Lease: time.Minute}, {Lease: 2 * time.Second}}))
+	require.Equal(t, 5*time.Minute, jobs.RescueAfter(nil))
+}
