@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hookline/hookline/internal/app"
+	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/migrations"
+	"github.com/hookline/hookline/providers"
+)
+
+func cmdCheck(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "config file (default $HOOKLINE_CONFIG, then ./hookline.yaml)")
+	db := fs.Bool("db", false, "also check that Postgres is reachable and migrated")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{2, err}
+	}
+	path := configPath(*cfgPath)
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: ok\n", path)
+	fmt.Fprintf(stdout, "listen %s, workers %d, max_body_bytes %d, ingest batch %v, admin %s\n",
+		cfg.Listen, cfg.Workers, cfg.MaxBodyBytes, cfg.BatchEnabled(), map[bool]string{true: "on", false: "off (no admin_token)"}[cfg.AdminToken != ""])
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SOURCE\tPROVIDER\tSECRETS\tON_DUPLICATE\tLEASE\tDEDUP_WINDOW\tDESTINATION")
+	for _, s := range cfg.Sources {
+		dest := s.Destination.URL
+		if dest == "" {
+			dest = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.Name, s.Provider, len(s.Secrets), s.OnDuplicate, s.Lease.D(), s.DedupWindow.D(), dest)
+	}
+	tw.Flush()
+	if !*db {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := app.NewPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres unreachable: %w", err)
+	}
+	st, err := migrations.Check(ctx, pool)
+	if err != nil {
+		return err
+	}
+	printStatus(stdout, st)
+	if !st.Current() {
+		return fmt.Errorf("database not migrated: run `hookline migrate up`")
+	}
+	fmt.Fprintln(stdout, "database: reachable and migrated")
+	return nil
+}
+
+// probes are sample settings that let `hookline providers` build each
+// adapter to describe it (and document what each needs).
+var probes = map[string]struct {
+	secrets  []string
+	settings map[string]any
+}{
+	"adyen":            {secrets: []string{"44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"}},
+	"braintree":        {secrets: []string{"public_key:private_key"}},
+	"hmac":             {secrets: []string{"s"}, settings: map[string]any{"header": "X-Signature"}},
+	"mollie":           {settings: map[string]any{"allow_unsigned": true}},
+	"paypal":           {settings: map[string]any{"webhook_id": "WH-1"}},
+	"plaid":            {secrets: []string{"s"}, settings: map[string]any{"client_id": "c"}},
+	"square":           {secrets: []string{"s"}, settings: map[string]any{"notification_url": "https://example.com/webhooks/square"}},
+	"standardwebhooks": {secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
+	"svix":             {secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
+}
+
+// describe builds the named adapter with probe settings.
+func describe(name string) (providers.Provider, providers.Description, error) {
+	pr, ok := probes[name]
+	if !ok {
+		pr.secrets = []string{"whsec_probe"}
+	}
+	p, err := providers.New(name, providers.Config{Source: "probe", Secrets: pr.secrets, Settings: settingsFunc(pr.settings)})
+	if err != nil {
+		return nil, providers.Description{}, err
+	}
+	var d providers.Description
+	if ds, ok := p.(providers.Describer); ok {
+		d = ds.Describe()
+	}
+	return p, d, nil
+}
+
+func cmdProviders(stdout io.Writer) error {
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROVIDER\tHEADERS\tDEFAULT EVENT ID\tTOLERANCE\tSIGNS")
+	for _, name := range providers.Names() {
+		p, d, err := describe(name)
+		if err != nil {
+			fmt.Fprintf(tw, "%s\t(%v)\t\t\t\n", name, err)
+			continue
+		}
+		_, signs := p.(providers.Signer)
+		tol := "-"
+		if d.DefaultTolerance > 0 {
+			tol = d.DefaultTolerance.String()
+		}
+		id := d.DefaultEventID
+		if id == "" {
+			id = "(configure event_id)"
+		}
+		headers := strings.Join(d.Headers, ", ")
+		if headers == "" {
+			headers = "(in the body)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, headers, id, tol, map[bool]string{true: "yes", false: "no"}[signs])
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,126 @@
+// Command hookline is a self-hosted webhook ingestion service with
+// exactly-once processing: it verifies each provider's signature, stores the
+// delivery durably in Postgres, enqueues one River job per event and runs the
+// work inside a Postgres-row idempotency claim.
+//
+// Usage:
+//
+//	hookline serve   [--config FILE] [--role all|ingest|worker] [--no-migrate]
+//	hookline migrate up|down|status [--config FILE] [--all]
+//	hookline dev     [--listen ADDR]
+//	hookline send    --config FILE --source NAME [--file F] [--event-id ID] [--type T] [--url URL]
+//	hookline check   [--config FILE] [--db]
+//	hookline providers
+//	hookline dead    list|show|retry|delete ...
+//
+// --config defaults to $HOOKLINE_CONFIG, then ./hookline.yaml. A bad
+// configuration exits with code 2 and names the field.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/hookline/hookline/internal/config"
+	_ "github.com/hookline/hookline/providers/all"
+)
+
+const usage = `hookline — webhook ingestion with exactly-once processing
+
+Commands:
+  serve      run ingest, admin and workers   (--config, --role all|ingest|worker, --no-migrate)
+  migrate    up | down [--all] | status       (--config)
+  dev        run on a local Postgres with a demo source (no setup)
+  send       sign and POST a sample event     (--config, --source, --file, --event-id, --type, --url)
+  check      validate the config              (--config, --db)
+  providers  list the provider adapters
+  dead       list | show | retry | delete dead items through the admin API
+
+Run 'hookline COMMAND -h' for a command's flags.
+`
+
+// exitError carries an exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = cmdServe(args[1:], stderr)
+	case "migrate":
+		err = cmdMigrate(args[1:], stdout, stderr)
+	case "dev":
+		err = cmdDev(args[1:], stdout, stderr)
+	case "send":
+		err = cmdSend(args[1:], stdout, stderr)
+	case "check":
+		err = cmdCheck(args[1:], stdout, stderr)
+	case "providers":
+		err = cmdProviders(stdout)
+	case "dead":
+		return cmdDead(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "hookline: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "hookline:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if errors.Is(err, config.ErrInvalid) {
+		return 2
+	}
+	return 1
+}
+
+// configPath resolves --config: the flag, then $HOOKLINE_CONFIG, then ./hookline.yaml.
+func configPath(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if p := os.Getenv("HOOKLINE_CONFIG"); p != "" {
+		return p
+	}
+	return "hookline.yaml"
+}
+
+// newLogger returns a structured logger: JSON in production, text in dev.
+func newLogger(w io.Writer, format, level string) *slog.Logger {
+	var lv slog.Level
+	switch level {
+	case "debug":
+		lv = slog.LevelDebug
+	case "warn":
+		lv = slog.LevelWarn
+	case "error":
+		lv = slog.LevelError
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}

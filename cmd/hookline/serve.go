@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hookline/hookline/internal/app"
+	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/migrations"
+)
+
+func cmdServe(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "config file (default $HOOKLINE_CONFIG, then ./hookline.yaml)")
+	role := fs.String("role", "all", "what to run: all, ingest or worker")
+	noMigrate := fs.Bool("no-migrate", false, "do not apply pending migrations at start")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{2, err}
+	}
+	r, err := app.ParseRole(*role)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	cfg, err := config.Load(configPath(*cfgPath))
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg.Log.Format, cfg.Log.Level)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := app.New(ctx, cfg, app.Options{Role: r, NoMigrate: *noMigrate, Logger: log})
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx, nil)
+}
+
+func cmdMigrate(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return &exitError{2, fmt.Errorf("migrate: want up, down or status")}
+	}
+	dir := args[0]
+	fs := flag.NewFlagSet("migrate "+dir, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "config file (default $HOOKLINE_CONFIG, then ./hookline.yaml)")
+	all := fs.Bool("all", false, "with down: roll back every hookline migration, then River's")
+	if err := fs.Parse(args[1:]); err != nil {
+		return &exitError{2, err}
+	}
+	cfg, err := config.Load(configPath(*cfgPath))
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	pool, err := app.NewPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	logf := func(format string, args ...any) { fmt.Fprintf(stdout, format+"\n", args...) }
+	switch dir {
+	case "up":
+		if err := migrations.Up(ctx, pool, logf); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "up to date")
+		return nil
+	case "down":
+		return migrations.Down(ctx, pool, *all, logf)
+	case "status":
+		st, err := migrations.Check(ctx, pool)
+		if err != nil {
+			return err
+		}
+		printStatus(stdout, st)
+		if !st.Current() {
+			return &exitError{1, fmt.Errorf("migrations pending: run `hookline migrate up`")}
+		}
+		return nil
+	}
+	return &exitError{2, fmt.Errorf("migrate: unknown direction %q (want up, down or status)", dir)}
+}
+
+func printStatus(w io.Writer, st migrations.Status) {
+	riverAt := 0
+	if n := len(st.RiverApplied); n > 0 {
+		riverAt = st.RiverApplied[n-1]
+	}
+	fmt.Fprintf(w, "river:    version %d of %d\n", riverAt, st.RiverLatest)
+	done := map[int]bool{}
+	for _, v := range st.HooklineDone {
+		done[v] = true
+	}
+	for _, m := range st.HooklineKnown {
+		mark := "pending"
+		if done[m.Version] {
+			mark = "applied"
+		}
+		fmt.Fprintf(w, "hookline: %03d_%s %s\n", m.Version, m.Name, mark)
+	}
+}

@@ -1,0 +1,310 @@
+// Package app assembles a running hookline from a configuration: the
+// Postgres pool, migrations, the River client (workers and/or inserts), the
+// ingest and admin HTTP servers, metrics and logging, and a graceful
+// shutdown. cmd/hookline, the benchmark and the chaos harness use it.
+//
+// Internal: no stability promise.
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/hookline/hookline/ingest"
+	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/metrics"
+	"github.com/hookline/hookline/jobs"
+	"github.com/hookline/hookline/migrations"
+)
+
+// Role selects what a process runs.
+type Role string
+
+// Roles (--role).
+const (
+	RoleAll    Role = "all"
+	RoleIngest Role = "ingest"
+	RoleWorker Role = "worker"
+)
+
+// ParseRole parses --role.
+func ParseRole(s string) (Role, error) {
+	switch Role(s) {
+	case RoleAll, RoleIngest, RoleWorker:
+		return Role(s), nil
+	case "":
+		return RoleAll, nil
+	}
+	return "", fmt.Errorf("--role %q: want all, ingest or worker", s)
+}
+
+// Options tune New beyond the configuration file.
+type Options struct {
+	Role      Role
+	NoMigrate bool
+	Logger    *slog.Logger
+	// Handlers are Go handlers by source name (transactional mode); a
+	// source with a handler does not use its destination.
+	Handlers map[string]jobs.Handler
+	// Mount adds routes to the ingest router (hookline dev's demo sink).
+	Mount func(s *ingest.Server)
+	// CleanupInterval overrides the periodic clean-up interval (tests).
+	CleanupInterval time.Duration
+}
+
+// App is a configured hookline process.
+type App struct {
+	Config  *config.Config
+	Pool    *pgxpool.Pool
+	River   *river.Client[pgx.Tx]
+	Ingest  *ingest.Server
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
+
+	opts     Options
+	migrated atomic.Bool
+	servers  []*http.Server
+	addrs    []net.Addr
+	mu       sync.Mutex
+}
+
+// NewPool opens the Postgres pool described by cfg, with short connect
+// timeouts so that an outage answers 503 quickly.
+func NewPool(ctx context.Context, cfg *config.Config) (*pgxpool.Pool, error) {
+	if cfg.DatabaseURL == "" {
+		return nil, errors.New("database_url is empty: set it in the config (e.g. database_url: \"${DATABASE_URL}\") and export DATABASE_URL")
+	}
+	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("database_url: %w", err)
+	}
+	pc.MaxConns = int32(cfg.Database.MaxConns)
+	if pc.ConnConfig.ConnectTimeout == 0 || pc.ConnConfig.ConnectTimeout > 2*time.Second {
+		pc.ConnConfig.ConnectTimeout = 2 * time.Second
+	}
+	pc.HealthCheckPeriod = 5 * time.Second
+	return pgxpool.NewWithConfig(ctx, pc)
+}
+
+// New connects, migrates (unless NoMigrate) and builds everything; Run starts it.
+func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
+	if opts.Role == "" {
+		opts.Role = RoleAll
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	a := &App{Config: cfg, Metrics: metrics.New(), Log: opts.Logger, opts: opts}
+	pool, err := NewPool(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.Pool = pool
+	if !opts.NoMigrate {
+		if err := a.migrate(ctx); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+
+	var jobSources []*jobs.Source
+	var inSources []*ingest.Source
+	for _, s := range cfg.Sources {
+		id, typ := s.KeyResolvers()
+		onDup := ingest.OnDuplicateSkip
+		if s.OnDuplicate == "reject" {
+			onDup = ingest.OnDuplicateReject
+		}
+		inSources = append(inSources, &ingest.Source{Name: s.Name, Provider: s.Adapter(), EventID: id, EventType: typ,
+			OnDuplicate: onDup, MaxAttempts: s.Destination.MaxAttempts, MaxConcurrency: s.MaxConcurrency})
+		js := &jobs.Source{Name: s.Name, Reject: onDup == ingest.OnDuplicateReject, Lease: s.Lease.D(), DedupWindow: s.DedupWindow.D(),
+			MaxAttempts: s.Destination.MaxAttempts, BackoffMin: s.Destination.Backoff.Min.D(), BackoffMax: s.Destination.Backoff.Max.D(),
+			Handler: opts.Handlers[s.Name]}
+		if js.Handler == nil {
+			if s.Destination.URL == "" {
+				if opts.Role != RoleIngest {
+					pool.Close()
+					return nil, fmt.Errorf("sources[%s].destination.url: required (or register a Go handler for this source)", s.Name)
+				}
+			} else {
+				js.Destination = &jobs.Destination{URL: s.Destination.URL, Timeout: s.Destination.Timeout.D(), Secret: s.Destination.Secret}
+			}
+		}
+		jobSources = append(jobSources, js)
+	}
+
+	a.River, err = jobs.NewClient(jobs.ClientConfig{
+		Pool: pool, Sources: jobSources, Workers: cfg.Workers, InsertOnly: opts.Role == RoleIngest,
+		DeliveryRetention: cfg.Retention.Deliveries.D(), CleanupInterval: opts.CleanupInterval,
+		Metrics: a.Metrics, Logger: opts.Logger,
+	})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	a.Ingest, err = ingest.New(ingest.Config{
+		Pool: pool, River: a.River, Sources: inSources, MaxBodyBytes: cfg.MaxBodyBytes,
+		Batch: cfg.BatchEnabled(), BatchSize: cfg.Ingest.BatchSize, BatchWait: cfg.Ingest.BatchWait.D(),
+		QueueTimeout: cfg.Ingest.QueueTimeout.D(), IngestRoutes: opts.Role != RoleWorker,
+		Metrics: a.Metrics, Logger: opts.Logger, Ready: a.ready,
+	})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if opts.Mount != nil {
+		opts.Mount(a.Ingest)
+	}
+	return a, nil
+}
+
+func (a *App) migrate(ctx context.Context) error {
+	err := migrations.Up(ctx, a.Pool, func(format string, args ...any) { a.Log.Info(fmt.Sprintf(format, args...)) })
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	a.migrated.Store(true)
+	return nil
+}
+
+// ready: Postgres reachable and migrated.
+func (a *App) ready(ctx context.Context) error {
+	if err := a.Pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres unreachable: %w", err)
+	}
+	if a.migrated.Load() {
+		return nil
+	}
+	st, err := migrations.Check(ctx, a.Pool)
+	if err != nil {
+		return err
+	}
+	if !st.Current() {
+		return errors.New("database not migrated: run `hookline migrate up`")
+	}
+	a.migrated.Store(true)
+	return nil
+}
+
+// Addrs returns the listening addresses once Run has started listening.
+func (a *App) Addrs() []net.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]net.Addr(nil), a.addrs...)
+}
+
+func (a *App) newServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+	}
+}
+
+// Run listens, starts the workers and blocks until ctx is cancelled; then it
+// stops accepting, finishes in-flight requests and jobs within
+// shutdown_timeout, and returns nil. ready, if non-nil, is called once
+// listening.
+func (a *App) Run(ctx context.Context, ready func()) error {
+	type listener struct {
+		addr string
+		h    http.Handler
+	}
+	ls := []listener{{a.Config.Listen, a.Ingest}}
+	_ = os.Getenv
+	var tlsCfg *tls.Config
+	if a.Config.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(a.Config.TLSCert, a.Config.TLSKey)
+		if err != nil {
+			return fmt.Errorf("tls_cert/tls_key: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	var nls []net.Listener
+	for _, l := range ls {
+		nl, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			for _, o := range nls {
+				o.Close()
+			}
+			return fmt.Errorf("listen %s: %w", l.addr, err)
+		}
+		if tlsCfg != nil {
+			nl = tls.NewListener(nl, tlsCfg)
+		}
+		nls = append(nls, nl)
+		srv := a.newServer(l.h)
+		a.mu.Lock()
+		a.servers = append(a.servers, srv)
+		a.addrs = append(a.addrs, nl.Addr())
+		a.mu.Unlock()
+	}
+	if a.opts.Role != RoleIngest {
+		if err := a.River.Start(ctx); err != nil {
+			return fmt.Errorf("start workers: %w", err)
+		}
+	}
+	errc := make(chan error, len(nls))
+	for i, nl := range nls {
+		srv := a.servers[i]
+		go func() {
+			if err := srv.Serve(nl); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+		a.Log.Info("listening", "addr", nl.Addr().String(), "role", string(a.opts.Role), "tls", tlsCfg != nil)
+	}
+	if ready != nil {
+		ready()
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	a.shutdown()
+	return runErr
+}
+
+// shutdown drains within shutdown_timeout: HTTP first (no new deliveries),
+// then the committer, then the workers (running jobs finish; past the
+// deadline they are cancelled and their claims released for a retry).
+func (a *App) shutdown() {
+	timeout := a.Config.ShutdownTimeout.D()
+	a.Log.Info("shutting down", "timeout", timeout.String())
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, s := range a.servers {
+		wg.Go(func() { _ = s.Shutdown(ctx) })
+	}
+	wg.Wait()
+	a.Ingest.Close()
+	if a.opts.Role != RoleIngest {
+		if err := a.River.Stop(ctx); err != nil {
+			a.Log.Warn("jobs did not finish in time; cancelling them", "error", err.Error())
+			hard, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = a.River.StopAndCancel(hard)
+			cancel()
+		}
+	}
+	a.Pool.Close()
+	a.Log.Info("stopped")
+}
