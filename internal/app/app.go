@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -228,7 +227,6 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 		h    http.Handler
 	}
 	ls := []listener{{a.Config.Listen, a.Ingest}}
-	_ = os.Getenv
 	var tlsCfg *tls.Config
 	if a.Config.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(a.Config.TLSCert, a.Config.TLSKey)
@@ -257,7 +255,10 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 		a.mu.Unlock()
 	}
 	if a.opts.Role != RoleIngest {
-		if err := a.River.Start(ctx); err != nil {
+		// River's work contexts derive from Start's context: cancelling it
+		// would cancel running jobs. Shutdown stops River explicitly instead
+		// (soft stop first, so running jobs finish).
+		if err := a.River.Start(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("start workers: %w", err)
 		}
 	}

@@ -1,0 +1,51 @@
+# hookline — make help lists the targets.
+GO        ?= go
+BIN       := bin/hookline
+FUZZTIME  ?= 2s
+PKGS      := ./...
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## build bin/hookline
+	$(GO) build -o $(BIN) ./cmd/hookline
+
+.PHONY: run
+run: build ## run hookline dev: local Postgres (or Docker), demo source, ready send line
+	./$(BIN) dev
+
+.PHONY: postgres
+postgres: ## make sure PostgreSQL binaries are installed (apt-get on Debian/Ubuntu)
+	@bash .ci/ensure-postgres
+
+.PHONY: lint
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+.PHONY: test
+test: postgres lint ## everything CI runs: lint, go test -race, short fuzzing, short chaos
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@FUZZTIME=$(FUZZTIME) bash .ci/fuzz
+
+.PHONY: fuzz
+fuzz: ## run every fuzz target for FUZZTIME (default 2s; try FUZZTIME=5m)
+	@FUZZTIME=$(FUZZTIME) bash .ci/fuzz
+
+.PHONY: bench
+bench: postgres ## Go benchmarks of the hot pieces plus the side-by-side ingest benchmark
+	$(GO) test -run='^$$' -bench=. -benchmem ./providers/... ./idem/ ./ingest/
+	$(GO) run ./cmd/hookline-bench
+
+.PHONY: chaos
+chaos: postgres build ## the full chaos scenario (kills instances, restarts Postgres, checks the promises)
+	$(GO) run ./cmd/hookline-chaos
+
+.PHONY: clean
+clean: ## remove build output and the dev cluster
+	rm -rf bin .hookline

@@ -1,0 +1,291 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/hookline/hookline/internal/pgtest"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds cmd/hookline once per test process.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hookline-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "hookline")
+		out, err := exec.Command("go", "build", "-race", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("%v: %s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	return binPath
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func writeConfig(t *testing.T, body string) string {
+	p := filepath.Join(t.TempDir(), "hookline.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	return p
+}
+
+type proc struct {
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	addr   string
+	exited chan struct{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func startServe(t *testing.T, cfgPath, addr string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary(t), append([]string{"serve", "--config", cfgPath}, args...)...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	p := &proc{cmd: cmd, out: out, addr: addr, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("hookline output:\n%s", out.String())
+		}
+	})
+	require.Eventually(t, func() bool {
+		select {
+		case <-p.exited:
+			t.Fatalf("hookline exited early:\n%s", out.String())
+		default:
+		}
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 60*time.Second, 50*time.Millisecond)
+	return p
+}
+
+func run(t *testing.T, args ...string) (int, string) {
+	cmd := exec.Command(binary(t), args...)
+	out, _ := cmd.CombinedOutput()
+	return cmd.ProcessState.ExitCode(), string(out)
+}
+
+func TestCheckExitCodes(t *testing.T) {
+	t.Parallel()
+	bad := writeConfig(t, "database_url: x\nsources:\n  - {name: a, provider: nope, secrets: [s]}\n")
+	code, out := run(t, "check", "--config", bad)
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "sources[0].provider")
+
+	good := writeConfig(t, "database_url: x\nsources:\n  - {name: a, provider: stripe, secrets: [s]}\n")
+	code, out = run(t, "check", "--config", good)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "stripe")
+
+	code, _ = run(t, "check", "--config", filepath.Join(t.TempDir(), "missing.yaml"))
+	require.Equal(t, 2, code)
+
+	code, out = run(t, "providers")
+	require.Equal(t, 0, code, out)
+	for _, p := range []string{"stripe", "paypal", "adyen", "hmac", "svix"} {
+		require.Contains(t, out, p)
+	}
+}
+
+const secret = "whsec_cmd_test"
+
+func stripeDelivery(t *testing.T, addr, id string) (int, string) {
+	body := []byte(`{"id":"` + id + `","type":"charge.succeeded","created":1764504000}`)
+	sig := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: time.Now()}).Header
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/webhooks/s", bytes.NewReader(body))
+	req.Header.Set("Stripe-Signature", sig)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func config(dbURL, addr, dest string, extra string) string {
+	return fmt.Sprintf(`listen: %q
+database_url: %q
+workers: 4
+shutdown_timeout: 10s
+sources:
+  - name: s
+    provider: stripe
+    secrets: [%q]
+    lease: 2s
+    destination:
+      url: %q
+      timeout: 60s
+      max_attempts: 5
+      backoff: {min: 100ms, max: 1s}
+%s`, addr, dbURL, secret, dest, extra)
+}
+
+func eventState(t *testing.T, dbURL, id string) (state string, attempts int) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	err = conn.QueryRow(ctx, `SELECT state, attempts FROM hookline_events WHERE source='s' AND event_id=$1`, id).Scan(&state, &attempts)
+	if err == pgx.ErrNoRows {
+		return "", 0
+	}
+	require.NoError(t, err)
+	return state, attempts
+}
+
+// TestSIGTERMDrains: SIGTERM stops accepting, finishes in-flight work and exits 0.
+func TestSIGTERMDrains(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	release := make(chan struct{})
+	var got atomic.Int32
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		got.Add(1)
+	}))
+	t.Cleanup(dest.Close)
+	addr := freeAddr(t)
+	p := startServe(t, writeConfig(t, config(dbURL, addr, dest.URL, "")), addr)
+	code, body := stripeDelivery(t, addr, "evt_term")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Eventually(t, func() bool { s, _ := eventState(t, dbURL, "evt_term"); return s == "processing" }, 20*time.Second, 20*time.Millisecond)
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	close(release) // the in-flight job finishes during the drain
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("hookline did not exit within shutdown_timeout")
+	}
+	require.Equal(t, 0, p.cmd.ProcessState.ExitCode(), p.out.String())
+	require.EqualValues(t, 1, got.Load())
+	s, _ := eventState(t, dbURL, "evt_term")
+	require.Equal(t, "completed", s)
+}
+
+// TestWorkerKilledMidDelivery: a worker process SIGKILLed during a
+// destination call leaves its claim processing; after a restart, once the
+// lease runs out, the event is delivered again with the same Idempotency-Key,
+// never twice at the same time, and ends completed.
+func TestWorkerKilledMidDelivery(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	var mu sync.Mutex
+	var keys []string
+	var inFlight, maxInFlight, calls atomic.Int32
+	firstCall := make(chan struct{})
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			m := maxInFlight.Load()
+			if n <= m || maxInFlight.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key")+" attempt="+r.Header.Get("Hookline-Attempt"))
+		mu.Unlock()
+		if calls.Add(1) == 1 {
+			close(firstCall)
+			<-r.Context().Done() // hang until the caller dies
+			return
+		}
+	}))
+	t.Cleanup(dest.Close)
+	addr := freeAddr(t)
+	cfg := writeConfig(t, config(dbURL, addr, dest.URL, ""))
+	p := startServe(t, cfg, addr)
+	code, body := stripeDelivery(t, addr, "evt_crash")
+	require.Equal(t, http.StatusOK, code, body)
+	select {
+	case <-firstCall:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the destination was never called")
+	}
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	<-p.exited
+	s, _ := eventState(t, dbURL, "evt_crash")
+	require.Equal(t, "processing", s, "the killed worker's claim stays processing until its lease runs out")
+
+	addr2 := freeAddr(t)
+	startServe(t, writeConfig(t, config(dbURL, addr2, dest.URL, "")), addr2)
+	// lease (2s) + River's rescuer interval (30s) + slack.
+	require.Eventually(t, func() bool { s, _ := eventState(t, dbURL, "evt_crash"); return s == "completed" }, 90*time.Second, 100*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	require.GreaterOrEqual(t, len(keys), 2)
+	for _, k := range keys {
+		require.True(t, strings.HasPrefix(k, "s:evt_crash "), k)
+	}
+	require.EqualValues(t, 1, maxInFlight.Load(), "never two concurrent deliveries for one key")
+}
+
+// TestRoleWorkerServesNoIngest: --role worker answers health, readiness and
+// metrics, but not the ingest route.
+func TestRoleWorkerServesNoIngest(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	addr := freeAddr(t)
+	startServe(t, writeConfig(t, config(dbURL, addr, "http://127.0.0.1:9/x", "")), addr, "--role", "worker")
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		resp, err := http.Get("http://" + addr + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+	}
+	code, _ := stripeDelivery(t, addr, "evt_worker")
+	require.Equal(t, http.StatusNotFound, code)
+}

@@ -1,0 +1,181 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookline/hookline/idem"
+	"github.com/hookline/hookline/internal/pgtest"
+)
+
+func ExampleStore_Run() {
+	ctx := context.Background()
+	// In production: pool, err := pgxpool.New(ctx, databaseURL).
+	pool, done := examplePool()
+	defer done()
+
+	if err := idem.CreateTable(ctx, pool, ""); err != nil {
+		panic(err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE charges (payment_id text, amount_cents int)`); err != nil {
+		panic(err)
+	}
+	store, err := idem.NewStore(pool, nil)
+	if err != nil {
+		panic(err)
+	}
+
+	// The charge row and the completed claim commit in one transaction.
+	charge := func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO charges VALUES ($1, $2)`, "pay_123", 9900)
+		return err
+	}
+	opts := idem.Options{Namespace: "hookline", Scope: "charge", Segment: "pay_123", Holder: "job:1:attempt:1"}
+
+	res, err := store.Run(ctx, opts, charge)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Status, res.Key)
+
+	// The webhook fires again: the work does not run a second time.
+	opts.Holder = "job:2:attempt:1"
+	res, err = store.Run(ctx, opts, charge)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Status, res.Code, res.State, "by", res.Holder)
+
+	var charges int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM charges`).Scan(&charges); err != nil {
+		panic(err)
+	}
+	fmt.Println("charges:", charges)
+
+	// Output:
+	// completed hookline:charge:pay_123
+	// skipped duplicate completed by job:1:attempt:1
+	// charges: 1
+}
+
+func ExampleStore_RunExternal() {
+	ctx := context.Background()
+	pool, done := examplePool()
+	defer done()
+
+	if err := idem.CreateTable(ctx, pool, ""); err != nil {
+		panic(err)
+	}
+	store, err := idem.NewStore(pool, nil)
+	if err != nil {
+		panic(err)
+	}
+
+	// OnDuplicate Fail: a second send is refused, like an HTTP 409.
+	opts := idem.Options{Namespace: "hookline", Scope: "welcome-email", Segment: "user_42", OnDuplicate: idem.Fail}
+	send := func(ctx context.Context) error {
+		fmt.Println("sending email")
+		return nil
+	}
+
+	res, err := store.RunExternal(ctx, opts, send)
+	fmt.Println(res.Status, err)
+
+	res, err = store.RunExternal(ctx, opts, send)
+	fmt.Println(res.Status, res.Code, errors.Is(err, idem.ErrDuplicate))
+
+	// Output:
+	// sending email
+	// completed <nil>
+	// failed duplicate true
+}
+
+func ExampleStore_Claim() {
+	ctx := context.Background()
+	pool, done := examplePool()
+	defer done()
+
+	if err := idem.CreateTable(ctx, pool, ""); err != nil {
+		panic(err)
+	}
+	store, err := idem.NewStore(pool, nil)
+	if err != nil {
+		panic(err)
+	}
+	opts := idem.Options{Namespace: "hookline", Scope: "reserve", Segment: "order_7", Holder: "worker-a"}
+
+	claim, err := store.Claim(ctx, nil, opts)
+	if err != nil {
+		panic(err)
+	}
+
+	// While worker-a holds the claim, others are told who has it.
+	opts.Holder = "worker-b"
+	_, err = store.Claim(ctx, nil, opts)
+	var dup *idem.DuplicateError
+	if errors.As(err, &dup) {
+		fmt.Println("duplicate:", dup.State, "held by", dup.Holder)
+	}
+
+	// The work failed: release so a retry can claim the key at once.
+	if err := claim.Release(ctx, nil); err != nil {
+		panic(err)
+	}
+	retry, err := store.Claim(ctx, nil, opts)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("retry holds it with a larger token:", retry.Token() > claim.Token())
+	if err := retry.Complete(ctx, nil); err != nil {
+		panic(err)
+	}
+
+	// Output:
+	// duplicate: processing held by worker-a
+	// retry holds it with a larger token: true
+}
+
+func ExampleComposeKey() {
+	key, err := idem.ComposeKey("hookline", "stripe.charge", "evt_123")
+	fmt.Println(key, err)
+
+	_, err = idem.ComposeKey("hookline", "stripe.charge", "")
+	fmt.Println(errors.Is(err, idem.ErrEmptySegment))
+
+	// Output:
+	// hookline:stripe.charge:evt_123 <nil>
+	// true
+}
+
+// examplePool gives an example its own empty database from pgtest, which
+// wants a testing.TB; done drops it.
+func examplePool() (pool *pgxpool.Pool, done func()) {
+	tb := &exampleTB{}
+	return pgtest.NewEmptyPool(tb), tb.runCleanups
+}
+
+// exampleTB is the part of testing.TB that pgtest uses, for examples, which
+// have none: failures panic and cleanups run when runCleanups is called.
+type exampleTB struct {
+	testing.TB // nil; calling a method not defined below panics
+	cleanups   []func()
+}
+
+func (*exampleTB) Helper()                      {}
+func (*exampleTB) Name() string                 { return "Example" }
+func (*exampleTB) Logf(string, ...any)          {}
+func (*exampleTB) Fatal(args ...any)            { panic(fmt.Sprint(args...)) }
+func (*exampleTB) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
+func (*exampleTB) Errorf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
+func (*exampleTB) Skipf(f string, args ...any)  { panic(fmt.Sprintf("skip: "+f, args...)) }
+func (t *exampleTB) Cleanup(f func())           { t.cleanups = append(t.cleanups, f) }
+func (t *exampleTB) runCleanups() {
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
+	}
+}
