@@ -112,9 +112,35 @@ type Describer interface {
 
 // Description documents an adapter.
 type Description struct {
-	Headers          []string      // headers the scheme reads
-	DefaultEventID   string        // resolver notation, e.g. "json:id"
-	DefaultTolerance time.Duration // zero when the scheme has no timestamp
+	// Headers are the signature headers the scheme reads (the primary ones);
+	// empty when the signature lives in the body or form fields (Adyen,
+	// Braintree).
+	Headers []string
+	// FallbackHeaders are other signature headers the scheme accepts in
+	// place of Headers: GitHub's legacy X-Hub-Signature and Shopify's
+	// Shopify-Hmac-Sha256 (read when the primary header is absent), the
+	// svix-* trio of Standard Webhooks. A request without the primary
+	// headers may still verify through them.
+	FallbackHeaders []string
+	// DefaultEventID is the default event id in the key-resolver notation of
+	// ParseKeyResolver. A simple id is one resolver: "json:id",
+	// "header:X-Shopify-Event-Id", "body:sha256". A composite id is written
+	// as CONTRACT.md §3 writes it, its parts in braces joined by ":", each
+	// part a resolver where one names it:
+	//
+	//	{json:pspReference}:{json:eventCode}:{json:success}
+	//	{header:X-GitHub-Hook-ID}:{header:X-GitHub-Delivery}
+	//
+	// and a plain name, explained in the package doc, where none does
+	// (Braintree's "{kind}:{subject id}:{timestamp}" come from the XML in
+	// form:bt_payload). "form:A|B" is the first of the fields present, a part
+	// in brackets is left out when empty, and a fallback follows ", else ".
+	// For a Splitter, json paths are relative to each item. Empty means the
+	// adapter has no default: sources must configure event_id (hmac).
+	DefaultEventID string
+	// DefaultTolerance is the default maximum signature age; zero when the
+	// scheme has no timestamp.
+	DefaultTolerance time.Duration
 }
 
 // Config is what a provider factory receives for one source.
@@ -205,7 +231,8 @@ func New(name string, cfg Config) (Provider, error) {
 
 // Errors returned by verifiers and resolvers. ingest maps them to HTTP
 // statuses in one place: the signature errors to 401 (or the adapter's
-// InvalidSignatureStatus), ErrMalformed and ErrNoEventID to 400.
+// InvalidSignatureStatus), ErrMalformed and ErrNoEventID to 400, and
+// ErrUnavailable to 503 so that the sender retries.
 var (
 	// ErrNoSignature: the signature header (or field) is missing.
 	ErrNoSignature = errors.New("missing signature")
@@ -220,6 +247,12 @@ var (
 	ErrMalformed = errors.New("malformed body")
 	// ErrNoEventID: no event id could be resolved from the delivery.
 	ErrNoEventID = errors.New("no event id")
+	// ErrUnavailable: verification could not complete because a key or
+	// certificate could not be fetched (network error, timeout, a 5xx from
+	// the provider). It says nothing about the delivery's authenticity, so it
+	// is not a signature error. A key URL that is not allowed, or a key or
+	// certificate that is unknown, invalid or expired, stays a signature error.
+	ErrUnavailable = errors.New("verification could not complete: a key or certificate could not be fetched")
 )
 
 // IsSignatureError reports whether err means "not authentic" (401).

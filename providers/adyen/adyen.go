@@ -15,8 +15,8 @@
 // The HMAC covers those eight fields, not the body bytes: the rest of an item
 // (eventDate, additionalData, …) is not authenticated by Adyen's scheme, and
 // an item whose signed fields appear twice is rejected as ambiguous. The
-// signature lives in the body, so a request that does not declare a JSON
-// Content-Type has no signature to read (ErrNoSignature).
+// signatures live in the body: the request's headers (Content-Type included)
+// are not part of the scheme.
 //
 // The adapter is a providers.Splitter: each NotificationRequestItem object is
 // its own event, id `{pspReference}:{eventCode}:{success}`, type `eventCode`,
@@ -43,6 +43,10 @@ import (
 
 // Name is the adapter's registered name.
 const Name = "adyen"
+
+// DefaultEventID is each item's composite id, in resolver notation (paths
+// relative to the NotificationRequestItem object).
+const DefaultEventID = "{json:pspReference}:{json:eventCode}:{json:success}"
 
 // signedFields are the item fields covered by the HMAC, in signing order.
 // value and currency live under "amount".
@@ -182,9 +186,6 @@ func dupKeys(obj gjson.Result, names ...string) bool {
 // Verify implements providers.Verifier: every item must carry a signature
 // that one of the configured keys produced.
 func (v *Verifier) Verify(r *providers.Request) error {
-	if ct := r.ContentType(); ct != "application/json" {
-		return fmt.Errorf("%w: Adyen signs the items of a JSON body; Content-Type is %q", providers.ErrNoSignature, ct)
-	}
 	its, err := items(r.Body, providers.ErrInvalidSignature)
 	if err != nil {
 		return err
@@ -285,7 +286,7 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 }
 
 // Describe implements providers.Describer. The signatures are in the body, so
-// no header is listed.
+// no header is listed; the id's json paths are relative to each item.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{DefaultEventID: "json:pspReference:eventCode:success"}
+	return providers.Description{DefaultEventID: DefaultEventID}
 }

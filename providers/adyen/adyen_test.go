@@ -28,43 +28,6 @@ const (
 	otherKey  = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
 )
 
-// suiteName is a test-only registration. providertest compares the resolved
-// id with the id the delivery was built from, but Adyen's id is composite
-// ({pspReference}:{eventCode}:{success}); this wrapper maps it back to the
-// pspReference so the suite can run. Everything else is the real adapter, and
-// TestCompositeID checks the real ids.
-const suiteName = "adyen_suite"
-
-type suiteAdapter struct{ *adyen.Verifier }
-
-func pspOnly(ev providers.Event) providers.Event {
-	ev.ID, _, _ = strings.Cut(ev.ID, ":")
-	return ev
-}
-
-func (s suiteAdapter) Split(r *providers.Request) ([]providers.Item, error) {
-	items, err := s.Verifier.Split(r)
-	for i := range items {
-		items[i].Event = pspOnly(items[i].Event)
-	}
-	return items, err
-}
-
-func (s suiteAdapter) Resolve(r *providers.Request) (providers.Event, error) {
-	ev, err := s.Verifier.Resolve(r)
-	return pspOnly(ev), err
-}
-
-func init() {
-	providers.Register(suiteName, func(cfg providers.Config) (providers.Provider, error) {
-		v, err := adyen.New(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return suiteAdapter{v}, nil
-	})
-}
-
 // sample is a two-item batch; the first item's pspReference is psp. The
 // layout (indentation, escapes) makes the item offsets non-trivial.
 func sample(psp string) *providers.Request {
@@ -90,23 +53,30 @@ func sample(psp string) *providers.Request {
 }`)
 }
 
-func harness(name string) providertest.Harness {
-	return providertest.Harness{
-		Provider: name,
-		Secrets:  []string{vectorKey, otherKey},
-		Delivery: sample,
-		WantType: "AUTHORISATION",
-		WantTime: time.Date(2026, 11, 30, 11, 59, 0, 0, time.UTC),
-		// The HMAC covers eight fields, not the body bytes: flipping a byte of
-		// an unsigned field (eventDate, additionalData) cannot be detected.
-		// TestTamperedSignedFields covers the signed ones.
-		Features: providertest.Features{BodyNotSigned: true},
-	}
-}
-
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	providertest.Run(t, harness(suiteName))
+	providertest.Run(t, providertest.Harness{
+		Provider: adyen.Name,
+		Secrets:  []string{vectorKey, otherKey},
+		Delivery: sample,
+		// The first item's composite id; no pspReference, no id.
+		WantID: func(psp string) string {
+			if psp == "" {
+				return ""
+			}
+			return psp + ":AUTHORISATION:true"
+		},
+		WantType: "AUTHORISATION",
+		WantTime: time.Date(2026, 11, 30, 11, 59, 0, 0, time.UTC),
+		Features: providertest.Features{
+			// The HMAC covers eight fields, not the body bytes: flipping a
+			// byte of an unsigned field (eventDate, additionalData) cannot be
+			// detected. TestTamperedSignedFields covers the signed ones.
+			BodyNotSigned: true,
+			// The signatures are in the items, not in a header.
+			SignatureInBody: true,
+		},
+	})
 }
 
 func build(t *testing.T, keys ...string) *adyen.Verifier {
@@ -174,6 +144,7 @@ func TestCompositeID(t *testing.T) {
 	ev, err := v.Resolve(req)
 	require.NoError(t, err)
 	require.Equal(t, items[0].Event, ev)
+	require.Equal(t, "{json:pspReference}:{json:eventCode}:{json:success}", v.Describe().DefaultEventID)
 }
 
 func TestEveryItemMustVerify(t *testing.T) {
@@ -250,12 +221,13 @@ func TestMalformed(t *testing.T) {
 	}
 	// A body that is not JSON has no readable signature.
 	require.ErrorIs(t, v.Verify(providertest.Request(`{"notificationItems":[`)), providers.ErrInvalidSignature)
-	// Nor does a non-JSON request.
+	// The headers are not part of the scheme: the item signatures verify
+	// whatever the Content-Type says, or without one.
 	req := signed(t, vectorKey, "psp_ct")
-	req.Header.Set("Content-Type", "text/plain")
-	require.ErrorIs(t, v.Verify(req), providers.ErrNoSignature)
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	require.NoError(t, v.Verify(req))
+	for _, ct := range []string{"text/plain", "application/json; charset=utf-8", ""} {
+		req.Header.Set("Content-Type", ct)
+		require.NoError(t, v.Verify(req), ct)
+	}
 }
 
 func TestNewRejectsBadKeys(t *testing.T) {

@@ -11,9 +11,9 @@
 // Each secret is `public_key:private_key` (the API key pair the webhook is
 // signed for); pairs in bt_signature whose public key is not configured are
 // ignored. There is no signed timestamp, so the tolerance is ignored. The
-// signature lives in the form body, so a request that does not declare
-// Content-Type application/x-www-form-urlencoded has no signature to read
-// (ErrNoSignature).
+// signature lives in the form body, which Verify reads whatever the
+// Content-Type says; Resolve refuses a body declared as another media type
+// (ErrMalformed).
 //
 // Braintree sends no event id: the id is `{kind}:{subject id}:{timestamp}`
 // from the XML, where the subject id is the `<id>` of the first element under
@@ -136,15 +136,8 @@ func mac(key []byte, payload string, newline bool) []byte {
 	return m.Sum(nil)
 }
 
-func isForm(r *providers.Request) bool {
-	return r.ContentType() == "application/x-www-form-urlencoded"
-}
-
 // Verify implements providers.Verifier.
 func (v *Verifier) Verify(r *providers.Request) error {
-	if !isForm(r) {
-		return fmt.Errorf("%w: Braintree signs a form body; Content-Type is %q", providers.ErrNoSignature, r.ContentType())
-	}
 	vals, err := url.ParseQuery(string(r.Body))
 	if err != nil {
 		return fmt.Errorf("%w: unreadable form body", providers.ErrInvalidSignature)
@@ -273,8 +266,12 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 	return nil
 }
 
+// DefaultEventID is the composite default id; its parts are read from the
+// `<notification>` XML in form:bt_payload, which no key resolver reaches.
+const DefaultEventID = "{kind}:{subject id}:{timestamp} (the <notification> XML in form:bt_payload)"
+
 // Describe implements providers.Describer. The signature is a form field,
 // so no header is listed.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{DefaultEventID: "composite {kind}:{subject id}:{timestamp} from form:bt_payload"}
+	return providers.Description{DefaultEventID: DefaultEventID}
 }

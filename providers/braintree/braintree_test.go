@@ -23,32 +23,6 @@ const (
 	keyB = "rotated_public_key:rotated_private_key"
 )
 
-// suiteName is a test-only registration. providertest compares the resolved
-// id with the id the delivery was built from, but Braintree's id is composite
-// ({kind}:{subject id}:{timestamp}); this wrapper maps it back to the subject
-// id so the suite can run. Everything else is the real adapter, and
-// TestCompositeID checks the real ids.
-const suiteName = "braintree_suite"
-
-type suiteAdapter struct{ *braintree.Verifier }
-
-func (s suiteAdapter) Resolve(r *providers.Request) (providers.Event, error) {
-	ev, err := s.Verifier.Resolve(r)
-	_, rest, _ := strings.Cut(ev.ID, ":")
-	ev.ID, _, _ = strings.Cut(rest, ":")
-	return ev, err
-}
-
-func init() {
-	providers.Register(suiteName, func(cfg providers.Config) (providers.Provider, error) {
-		v, err := braintree.New(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return suiteAdapter{v}, nil
-	})
-}
-
 func notificationXML(kind, subject, ts string) string {
 	return `<?xml version="1.0" encoding="UTF-8"?>
 <notification>
@@ -91,19 +65,25 @@ func sample(id string) *providers.Request {
 	return formRequest(url.Values{braintree.PayloadField: {payload(xml)}})
 }
 
-func harness(name string) providertest.Harness {
-	return providertest.Harness{
-		Provider: name,
-		Secrets:  []string{keyA, keyB},
-		Delivery: sample,
-		WantType: "subscription_charged_successfully",
-		WantTime: time.Date(2026, 11, 30, 11, 59, 0, 0, time.UTC),
-	}
-}
-
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	providertest.Run(t, harness(suiteName))
+	providertest.Run(t, providertest.Harness{
+		Provider: braintree.Name,
+		Secrets:  []string{keyA, keyB},
+		Delivery: sample,
+		// The composite {kind}:{subject id}:{timestamp}; Delivery("") has
+		// neither kind nor timestamp, hence no id.
+		WantID: func(subject string) string {
+			if subject == "" {
+				return ""
+			}
+			return "subscription_charged_successfully:" + subject + ":2026-11-30T11:59:00Z"
+		},
+		WantType: "subscription_charged_successfully",
+		WantTime: time.Date(2026, 11, 30, 11, 59, 0, 0, time.UTC),
+		// bt_signature is a form field.
+		Features: providertest.Features{SignatureInBody: true},
+	})
 }
 
 func build(t *testing.T, secrets ...string) *braintree.Verifier {
@@ -205,12 +185,19 @@ func TestMissingFields(t *testing.T) {
 	} {
 		require.ErrorIs(t, v.Verify(formRequest(vals)), providers.ErrNoSignature)
 	}
-	// A JSON request has no form fields to read.
+	// The signature is in the form fields, which Verify reads whatever the
+	// Content-Type says; Resolve refuses a body declared as something else.
 	req := formRequest(url.Values{braintree.PayloadField: {vectorPayload}, braintree.SignatureField: {vectorPublicKey + "|" + vectorSig}})
+	for _, ct := range []string{"application/x-www-form-urlencoded; charset=utf-8", ""} {
+		req.Header.Set("Content-Type", ct)
+		require.NoError(t, v.Verify(req), ct)
+		_, err := v.Resolve(req)
+		require.NoError(t, err, ct)
+	}
 	req.Header.Set("Content-Type", "application/json")
-	require.ErrorIs(t, v.Verify(req), providers.ErrNoSignature)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
 	require.NoError(t, v.Verify(req))
+	_, err := v.Resolve(req)
+	require.ErrorIs(t, err, providers.ErrMalformed)
 }
 
 func TestCompositeID(t *testing.T) {
@@ -250,6 +237,7 @@ func TestCompositeID(t *testing.T) {
 	ev, err = v.Resolve(req)
 	require.NoError(t, err)
 	require.Equal(t, "subscription_charged_successfully:sub_123:2026-11-30T11:59:00Z", ev.ID)
+	require.Equal(t, "{kind}:{subject id}:{timestamp} (the <notification> XML in form:bt_payload)", v.Describe().DefaultEventID)
 
 	for _, body := range []string{"bt_payload=%%%", "bt_payload=!!!!", "bt_payload=" + base64.StdEncoding.EncodeToString([]byte("<html/>")), "x=1"} {
 		req := providertest.Request(body)

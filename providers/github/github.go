@@ -137,10 +137,12 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 	return nil
 }
 
-// Describe implements providers.Describer.
+// Describe implements providers.Describer. The legacy X-Hub-Signature is a
+// fallback, read only without X-Hub-Signature-256.
 func (v *Verifier) Describe() providers.Description {
 	return providers.Description{
-		Headers:        []string{HeaderSignature256, HeaderSignature},
-		DefaultEventID: "header:X-GitHub-Hook-ID:X-GitHub-Delivery",
+		Headers:         []string{HeaderSignature256},
+		FallbackHeaders: []string{HeaderSignature},
+		DefaultEventID:  "{header:" + HeaderHookID + "}:{header:" + HeaderDelivery + "}",
 	}
 }

@@ -27,22 +27,46 @@ func sample(id string) *providers.Request {
 	return providertest.Request(body, github.HeaderDelivery, id, github.HeaderEvent, "push")
 }
 
+const hookID = "292430182"
+
 func harness() providertest.Harness {
 	return providertest.Harness{
 		Provider: github.Name,
 		Secrets:  []string{"It's a Secret to Everybody", "another secret"},
-		Delivery: sample,
-		WantType: "push",
-		// The legacy header is only a fallback; the suite deletes and garbles
-		// the one Sign sets.
-		SignatureHeaders: []string{github.HeaderSignature256},
-		Tolerance:        time.Minute, // accepted and ignored
+		// A delivery as GitHub sends it, with the hook id.
+		Delivery: func(id string) *providers.Request {
+			req := sample(id)
+			req.Header.Set(github.HeaderHookID, hookID)
+			return req
+		},
+		// {X-GitHub-Hook-ID}:{X-GitHub-Delivery}; no delivery id, no id.
+		WantID: func(id string) string {
+			if id == "" {
+				return ""
+			}
+			return hookID + ":" + id
+		},
+		WantType:  "push",
+		Tolerance: time.Minute, // accepted and ignored
 	}
 }
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	providertest.Run(t, harness())
+}
+
+// TestConformanceLegacy runs the suite on deliveries that carry only the
+// legacy X-Hub-Signature (GitHub Enterprise Server before 3.0), the
+// adapter's fallback header.
+func TestConformanceLegacy(t *testing.T) {
+	t.Parallel()
+	h := harness()
+	h.SignatureHeaders = []string{github.HeaderSignature}
+	h.Sign = func(_ testing.TB, secret string, req *providers.Request, _ time.Time) {
+		req.Header.Set(github.HeaderSignature, "sha1="+sha1Hex(secret, req.Body))
+	}
+	providertest.Run(t, h)
 }
 
 func build(t *testing.T, secrets ...string) *github.Verifier {
@@ -152,7 +176,9 @@ func TestNew(t *testing.T) {
 	_, err = github.New(providers.Config{Secrets: []string{"s"}, Settings: providertest.DecodeSettings(map[string]any{"secret": "x"})})
 	require.Error(t, err)
 	d := build(t, "s").Describe()
-	require.Equal(t, "header:X-GitHub-Hook-ID:X-GitHub-Delivery", d.DefaultEventID)
+	require.Equal(t, "{header:X-GitHub-Hook-ID}:{header:X-GitHub-Delivery}", d.DefaultEventID)
+	require.Equal(t, []string{github.HeaderSignature256}, d.Headers)
+	require.Equal(t, []string{github.HeaderSignature}, d.FallbackHeaders)
 	require.Zero(t, d.DefaultTolerance)
 }
 

@@ -166,7 +166,8 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 	return nil
 }
 
-// Describe implements providers.Describer.
+// Describe implements providers.Describer. The id's json path is relative to
+// each item (an element of events).
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:events.#.id"}
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:id"}
 }

@@ -107,6 +107,9 @@ func TestSplit(t *testing.T) {
 	// The second event has no id: the whole delivery is refused.
 	_, err = p.(providers.Splitter).Split(providertest.Request(`{"events":[{"id":"EV1"},{"id":""}]}`))
 	require.ErrorIs(t, err, providers.ErrNoEventID)
+
+	// The default id's path is relative to each item.
+	require.Equal(t, "json:id", p.(providers.Describer).Describe().DefaultEventID)
 }
 
 func TestNew(t *testing.T) {

@@ -19,40 +19,6 @@ var (
 	_ providers.Describer = (*hmac.Verifier)(nil)
 )
 
-// testProvider is what a source with `provider: hmac` and `event_id: json:id`,
-// `event_type: json:type` amounts to: the generic verifier with the source's
-// resolver in place of hmac's Resolve (which always asks for one). The
-// conformance suite needs a resolvable id, so it runs against this provider,
-// registered as "hmac-test"; Verify, Sign and Describe are hmac's own.
-type testProvider struct {
-	*hmac.Verifier
-	resolver providers.EventResolver
-}
-
-func (p testProvider) Resolve(r *providers.Request) (providers.Event, error) {
-	return p.resolver.Resolve(r)
-}
-
-const testName = "hmac-test"
-
-func init() {
-	id, err := providers.ParseKeyResolver("json:id")
-	if err != nil {
-		panic(err)
-	}
-	typ, err := providers.ParseKeyResolver("json:type")
-	if err != nil {
-		panic(err)
-	}
-	providers.Register(testName, func(cfg providers.Config) (providers.Provider, error) {
-		v, err := hmac.New(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return testProvider{Verifier: v, resolver: providers.EventResolver{ID: id, Type: typ}}, nil
-	})
-}
-
 const body = `{"id":"evt_acme_1","type":"order.paid","amount":4200}`
 
 func sample(id string) *providers.Request {
@@ -62,12 +28,15 @@ func sample(id string) *providers.Request {
 func harness(settings map[string]any, sep string) providertest.Harness {
 	header := http.CanonicalHeaderKey(settings["header"].(string))
 	h := providertest.Harness{
-		Provider: testName,
+		Provider: hmac.Name,
 		Settings: settings,
 		Secrets:  []string{"acme-shared-secret", "acme-next-secret"},
 		Delivery: sample,
-		WantType: "order.paid",
-		Features: providertest.Features{MultipleSignatures: true},
+		// hmac has no default id: resolve as a source with these resolvers.
+		EventID:   "json:id",
+		EventType: "json:type",
+		WantType:  "order.paid",
+		Features:  providertest.Features{MultipleSignatures: true},
 		MergeSignatures: func(a, b http.Header) {
 			a.Set(header, a.Get(header)+sep+"zzz"+sep+b.Get(header))
 		},

@@ -34,8 +34,9 @@ const Header = "X-Signature"
 // EventNameHeader repeats meta.event_name.
 const EventNameHeader = "X-Event-Name"
 
-// DefaultEventID is the composite default id, in resolver notation.
-const DefaultEventID = "json:meta.event_name:data.type:data.id:data.attributes.updated_at"
+// DefaultEventID is the composite default id, in resolver notation
+// (meta.event_name falls back to the X-Event-Name header).
+const DefaultEventID = "{json:meta.event_name}:{json:data.type}:{json:data.id}:{json:data.attributes.updated_at}"
 
 func init() {
 	providers.Register(Name, func(cfg providers.Config) (providers.Provider, error) { return New(cfg) })

@@ -219,7 +219,8 @@ func (v *Verifier) Sign(r *providers.Request, now time.Time) error {
 	return nil
 }
 
-// Describe implements providers.Describer.
+// Describe implements providers.Describer. The fallback id's parts are the
+// data.id of the manifest (query, else body) and the resolved type.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header, RequestIDHeader}, DefaultEventID: "json:id", DefaultTolerance: DefaultTolerance}
+	return providers.Description{Headers: []string{Header, RequestIDHeader}, DefaultEventID: "json:id, else {data.id}:{type}", DefaultTolerance: DefaultTolerance}
 }

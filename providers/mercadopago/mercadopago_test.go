@@ -225,6 +225,7 @@ func TestNew(t *testing.T) {
 	p, err := mercadopago.New(providers.Config{Secrets: []string{"k"}})
 	require.NoError(t, err)
 	require.Equal(t, 5*time.Minute, p.Describe().DefaultTolerance)
+	require.Equal(t, "json:id, else {data.id}:{type}", p.Describe().DefaultEventID)
 	// Sign adds an x-request-id when there is none.
 	req := providertest.Request(`{}`)
 	require.NoError(t, p.Sign(req, time.Now()))

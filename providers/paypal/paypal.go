@@ -21,8 +21,12 @@
 // listed in cert_hosts, for tests. Trust rests on that https fetch from a
 // PayPal host; the certificate chain itself is not validated, but the
 // certificate must be current and hold an RSA key. Certificates are cached by
-// URL (at most 64) until their NotAfter; redirects are not followed. A failed
-// fetch is reported as an invalid signature (PayPal retries any non-2xx).
+// URL (at most 64) until their NotAfter; redirects are not followed. A fetch
+// that fails for network reasons (connection error, timeout, a 5xx answer)
+// is providers.ErrUnavailable: nothing is known about the delivery, and
+// PayPal retries. A URL that is not allowed, any other answer (404, a
+// redirect) and a certificate that is unreadable, not current or not RSA are
+// invalid signatures.
 //
 // PAYPAL-TRANSMISSION-TIME must be within the tolerance (default 5 minutes,
 // both directions). PayPal's docs set no limit; every delivery attempt is its
@@ -201,8 +205,14 @@ func SignedString(transmissionID, transmissionTime, webhookID string, body []byt
 	return transmissionID + "|" + transmissionTime + "|" + webhookID + "|" + strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10)
 }
 
-// errFetch marks certificate fetch failures (wrapped in ErrInvalidSignature).
+// errFetch marks certificate fetch failures. Verify wraps them in
+// providers.ErrInvalidSignature unless they wrap providers.ErrUnavailable.
 var errFetch = errors.New("cannot get the PayPal certificate")
+
+// unavailable is a fetch that failed for network reasons.
+func unavailable(format string, args ...any) error {
+	return fmt.Errorf("%w: %w: "+format, append([]any{providers.ErrUnavailable, errFetch}, args...)...)
+}
 
 func (v *Verifier) publicKey(u *url.URL) (*rsa.PublicKey, error) {
 	key := u.String()
@@ -226,15 +236,18 @@ func (v *Verifier) publicKey(u *url.URL) (*rsa.PublicKey, error) {
 	}
 	resp, err := v.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errFetch, err)
+		return nil, unavailable("%v", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 500 {
+		return nil, unavailable("%s answered %d", u.Host, resp.StatusCode)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%w: %s answered %d", errFetch, u.Host, resp.StatusCode)
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxCertBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errFetch, err)
+		return nil, unavailable("%v", err)
 	}
 	if len(raw) > maxCertBytes {
 		return nil, fmt.Errorf("%w: certificate response over %d bytes", errFetch, maxCertBytes)
@@ -328,6 +341,9 @@ func (v *Verifier) Verify(r *providers.Request) error {
 		return fmt.Errorf("%w: %s is not base64", providers.ErrInvalidSignature, HeaderTransmissionSig)
 	}
 	pub, err := v.publicKey(u)
+	if errors.Is(err, providers.ErrUnavailable) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", providers.ErrInvalidSignature, err)
 	}

@@ -29,15 +29,20 @@ import (
 
 var _ providers.Provider = (*paypal.Verifier)(nil)
 
-// signingKey is the test's stand-in for PayPal's key, made once (RSA key
-// generation is slow under -race).
-var signingKey = sync.OnceValue(func() *rsa.PrivateKey {
+func rsaKey() *rsa.PrivateKey {
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		panic(err)
 	}
 	return k
-})
+}
+
+// signingKey is the test's stand-in for PayPal's key, and wrongKey one that no
+// certificate holds; each made once (RSA key generation is slow under -race).
+var (
+	signingKey = sync.OnceValue(rsaKey)
+	wrongKey   = sync.OnceValue(rsaKey)
+)
 
 func certPEM(t testing.TB, key *rsa.PrivateKey, notBefore, notAfter time.Time) []byte {
 	t.Helper()
@@ -53,10 +58,12 @@ func certPEM(t testing.TB, key *rsa.PrivateKey, notBefore, notAfter time.Time) [
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
-// certServer serves certificates on loopback and counts fetches.
+// certServer serves certificates on loopback and counts fetches. While down
+// is set it answers 503.
 type certServer struct {
 	*httptest.Server
 	fetches atomic.Int64
+	down    atomic.Bool
 	mu      sync.Mutex
 	certs   map[string][]byte
 }
@@ -65,6 +72,10 @@ func newCertServer(t testing.TB, tls bool) *certServer {
 	cs := &certServer{certs: map[string][]byte{}}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cs.fetches.Add(1)
+		if cs.down.Load() {
+			http.Error(w, "upstream connect error", http.StatusServiceUnavailable)
+			return
+		}
 		if r.URL.Path == "/redirect" {
 			http.Redirect(w, r, "/certs/CERT-1", http.StatusFound)
 			return
@@ -118,73 +129,29 @@ func sample(id string) *providers.Request {
 	return providertest.Request(`{"id":"` + id + `","event_version":"1.0","create_time":"2026-11-30T11:59:58.123Z","resource_type":"capture","event_type":"PAYMENT.CAPTURE.COMPLETED","summary":"Payment completed for $ 21.0 USD","resource":{"id":"80F85758S3080410K","status":"COMPLETED","amount":{"value":"21.00","currency_code":"USD"}}}`)
 }
 
-// suiteName is a test-only registration. PayPal has no shared secret; what
-// binds a signature to a receiver is the webhook id. The suite's "secrets"
-// are therefore used as webhook ids: this wrapper builds one real adapter per
-// secret (paypal.webhook_id = secret) and accepts when any accepts, so
-// WrongSecret means "signed for another webhook id" and Rotation means "two
-// webhooks delivering to one source". Production config sets
-// paypal.webhook_id and no secrets.
-const suiteName = "paypal_suite"
-
-type suiteAdapter struct{ vs []*paypal.Verifier }
-
-func (s suiteAdapter) Verify(r *providers.Request) error {
-	var first error
-	for _, v := range s.vs {
-		err := v.Verify(r)
-		if err == nil {
-			return nil
-		}
-		if first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-func (s suiteAdapter) Resolve(r *providers.Request) (providers.Event, error) {
-	return s.vs[0].Resolve(r)
-}
-
-func (s suiteAdapter) Describe() providers.Description { return s.vs[0].Describe() }
-
-func init() {
-	providers.Register(suiteName, func(cfg providers.Config) (providers.Provider, error) {
-		var st paypal.Settings
-		if err := cfg.Decode(&st); err != nil {
-			return nil, err
-		}
-		var s suiteAdapter
-		for _, webhookID := range cfg.Secrets {
-			c := cfg
-			c.Secrets = nil
-			c.Settings = providertest.DecodeSettings(map[string]any{"webhook_id": webhookID, "cert_hosts": st.CertHosts})
-			v, err := paypal.New(c)
-			if err != nil {
-				return nil, err
-			}
-			s.vs = append(s.vs, v)
-		}
-		return s, nil
-	})
-}
+// webhookID is the webhook the suite's deliveries are signed for.
+const webhookID = "1JE4291016473214C"
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	cs := newCertServer(t, false)
 	certURL := cs.URL + "/certs/CERT-1"
 	providertest.Run(t, providertest.Harness{
-		Provider: suiteName,
-		Settings: map[string]any{"cert_hosts": []string{cs.host()}},
-		Secrets:  []string{"1JE4291016473214C", "5GP028458E2496506"},
+		Provider: paypal.Name,
+		Settings: map[string]any{"webhook_id": webhookID, "cert_hosts": []string{cs.host()}},
 		Delivery: sample,
 		WantType: "PAYMENT.CAPTURE.COMPLETED",
 		WantTime: time.Date(2026, 11, 30, 11, 59, 58, 123e6, time.UTC),
-		Sign: func(t testing.TB, webhookID string, req *providers.Request, now time.Time) {
+		// PayPal signs with the key of the certificate it serves; there is
+		// no shared secret.
+		Sign: func(t testing.TB, _ string, req *providers.Request, now time.Time) {
 			sign(t, signingKey(), certURL, webhookID, req, now)
 		},
-		Features: providertest.Features{Timestamp: true},
+		// Right webhook id and certificate URL, another key.
+		WrongSigner: func(t testing.TB, req *providers.Request) {
+			sign(t, wrongKey(), certURL, webhookID, req, providertest.Now)
+		},
+		Features: providertest.Features{Timestamp: true, NoSharedSecret: true},
 	})
 }
 
@@ -241,10 +208,8 @@ func TestVerify(t *testing.T) {
 	require.ErrorIs(t, v.Verify(other), providers.ErrInvalidSignature)
 
 	// Signed with another key than the certificate's.
-	otherKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
 	forged := sample("WH-1")
-	sign(t, otherKey, b.certURL, "WH1", forged, providertest.Now)
+	sign(t, wrongKey(), b.certURL, "WH1", forged, providertest.Now)
 	require.ErrorIs(t, v.Verify(forged), providers.ErrInvalidSignature)
 
 	// Only SHA256withRSA.
@@ -312,7 +277,82 @@ func TestCertURLRules(t *testing.T) {
 	require.ErrorIs(t, v.Verify(req), providers.ErrInvalidSignature)
 	// Unknown certificate path.
 	req.Header.Set(paypal.HeaderCertURL, b.cs.URL+"/certs/CERT-404")
-	require.ErrorIs(t, v.Verify(req), providers.ErrInvalidSignature)
+	err = v.Verify(req)
+	require.ErrorIs(t, err, providers.ErrInvalidSignature)
+	require.NotErrorIs(t, err, providers.ErrUnavailable)
+}
+
+// TestCertUnavailable: a certificate that cannot be fetched for network
+// reasons (a 5xx, a refused connection, a timeout) leaves the delivery's
+// authenticity unknown: ErrUnavailable, not a signature error, and nothing
+// is cached.
+func TestCertUnavailable(t *testing.T) {
+	t.Parallel()
+	requireUnavailable := func(t *testing.T, err error) {
+		t.Helper()
+		require.ErrorIs(t, err, providers.ErrUnavailable)
+		require.False(t, providers.IsSignatureError(err), "%v", err)
+	}
+
+	t.Run("ServerError", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		v := b.build(t, nil)
+		req := sample("WH-1")
+		sign(t, signingKey(), b.certURL, "WH1", req, providertest.Now)
+		b.cs.down.Store(true)
+		requireUnavailable(t, v.Verify(req))
+		b.cs.down.Store(false)
+		require.NoError(t, v.Verify(req))
+		require.Equal(t, int64(2), b.cs.fetches.Load())
+	})
+
+	t.Run("ConnectionRefused", func(t *testing.T) {
+		t.Parallel()
+		gone := httptest.NewServer(http.NotFoundHandler())
+		certURL := gone.URL + "/certs/CERT-1"
+		host := gone.Listener.Addr().String()
+		gone.Close()
+		v, err := paypal.New(providers.Config{
+			Settings: providertest.DecodeSettings(map[string]any{"webhook_id": "WH1", "cert_hosts": []string{host}}),
+			Now:      func() time.Time { return providertest.Now },
+		})
+		require.NoError(t, err)
+		req := sample("WH-1")
+		sign(t, signingKey(), certURL, "WH1", req, providertest.Now)
+		requireUnavailable(t, v.Verify(req))
+	})
+
+	t.Run("Timeout", func(t *testing.T) {
+		t.Parallel()
+		hang := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+		t.Cleanup(hang.Close)
+		v, err := paypal.New(providers.Config{
+			Settings:   providertest.DecodeSettings(map[string]any{"webhook_id": "WH1", "cert_hosts": []string{hang.Listener.Addr().String()}}),
+			Now:        func() time.Time { return providertest.Now },
+			HTTPClient: &http.Client{Timeout: 50 * time.Millisecond},
+		})
+		require.NoError(t, err)
+		req := sample("WH-1")
+		sign(t, signingKey(), hang.URL+"/certs/CERT-1", "WH1", req, providertest.Now)
+		requireUnavailable(t, v.Verify(req))
+	})
+
+	t.Run("NotAllowedStaysSignatureError", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.cs.down.Store(true)
+		// The certificate host is not allowed: refused before any fetch,
+		// however the host is doing.
+		v, err := paypal.New(providers.Config{Settings: providertest.DecodeSettings(map[string]any{"webhook_id": "WH1"}), Now: b.clock})
+		require.NoError(t, err)
+		req := sample("WH-1")
+		sign(t, signingKey(), b.certURL, "WH1", req, providertest.Now)
+		err = v.Verify(req)
+		require.ErrorIs(t, err, providers.ErrInvalidSignature)
+		require.NotErrorIs(t, err, providers.ErrUnavailable)
+		require.Equal(t, int64(0), b.cs.fetches.Load())
+	})
 }
 
 func TestHTTPSCertServer(t *testing.T) {

@@ -17,6 +17,11 @@
 // secrets for that client id, sent with the key request; several are tried in
 // turn (rotation). They never sign anything: Plaid holds the signing keys.
 //
+// A key request that fails for network reasons (connection error, timeout, a
+// 5xx answer) is providers.ErrUnavailable: nothing is known about the
+// delivery, and Plaid retries. Any other answer (an unknown kid, rejected API
+// keys) and a key that is unusable or expired are invalid signatures.
+//
 // Plaid sends no event id: the default id is the hex SHA-256 of the body, the
 // type `{webhook_type}.{webhook_code}`.
 package plaid
@@ -258,15 +263,28 @@ func (k *JWK) PublicKey() (*ecdsa.PublicKey, error) {
 
 var errFetch = errors.New("cannot get the Plaid verification key")
 
-// fetch asks the key endpoint for kid, trying each secret in turn.
+// unavailable is a key request that failed for network reasons.
+func unavailable(format string, args ...any) error {
+	return fmt.Errorf("%w: %w: "+format, append([]any{providers.ErrUnavailable, errFetch}, args...)...)
+}
+
+// fetch asks the key endpoint for kid, trying each secret in turn. If any
+// attempt was unavailable the answer is ErrUnavailable: the key may exist
+// under that secret.
 func (v *Verifier) fetch(kid string) (*JWK, error) {
-	var last error
+	var last, down error
 	for _, secret := range v.secrets {
 		k, err := v.fetchWith(kid, secret)
 		if err == nil {
 			return k, nil
 		}
 		last = err
+		if errors.Is(err, providers.ErrUnavailable) {
+			down = err
+		}
+	}
+	if down != nil {
+		return nil, down
 	}
 	return nil, last
 }
@@ -285,12 +303,18 @@ func (v *Verifier) fetchWith(kid, secret string) (*JWK, error) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := v.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errFetch, err)
+		return nil, unavailable("%v", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 500 {
+		return nil, unavailable("key endpoint answered %d", resp.StatusCode)
+	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxKeyResponse+1))
-	if err != nil || len(raw) > maxKeyResponse {
-		return nil, fmt.Errorf("%w: unreadable response", errFetch)
+	if err != nil {
+		return nil, unavailable("%v", err)
+	}
+	if len(raw) > maxKeyResponse {
+		return nil, fmt.Errorf("%w: response over %d bytes", errFetch, maxKeyResponse)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var perr struct {
@@ -360,6 +384,9 @@ func (v *Verifier) Verify(r *providers.Request) error {
 		return err
 	}
 	pub, err := v.publicKey(tok.Kid)
+	if errors.Is(err, providers.ErrUnavailable) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", providers.ErrInvalidSignature, err)
 	}

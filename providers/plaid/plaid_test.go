@@ -18,7 +18,6 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
-	"github.com/tidwall/gjson"
 
 	"github.com/hookline/hookline/providers"
 	"github.com/hookline/hookline/providers/plaid"
@@ -39,16 +38,18 @@ type serverKey struct {
 }
 
 // keyServer plays /webhook_verification_key/get: keys are registered per
-// API secret, as Plaid scopes them to the client.
+// API secret, as Plaid scopes them to the client. Requests with a secret in
+// down are answered 503.
 type keyServer struct {
 	*httptest.Server
 	fetches atomic.Int64
 	mu      sync.Mutex
 	keys    map[string]map[string]serverKey // secret → kid → key
+	down    map[string]bool
 }
 
 func newKeyServer(t testing.TB) *keyServer {
-	ks := &keyServer{keys: map[string]map[string]serverKey{}}
+	ks := &keyServer{keys: map[string]map[string]serverKey{}, down: map[string]bool{}}
 	ks.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ks.fetches.Add(1)
 		var req struct {
@@ -63,8 +64,11 @@ func newKeyServer(t testing.TB) *keyServer {
 		ks.mu.Lock()
 		keys, okSecret := ks.keys[req.Secret]
 		k, okKey := keys[req.KeyID]
+		down := ks.down[req.Secret]
 		ks.mu.Unlock()
 		switch {
+		case down:
+			http.Error(w, `{"error_code":"INTERNAL_SERVER_ERROR"}`, http.StatusServiceUnavailable)
 		case req.ClientID != clientID || !okSecret:
 			http.Error(w, `{"error_code":"INVALID_API_KEYS"}`, http.StatusBadRequest)
 		case !okKey:
@@ -99,6 +103,12 @@ func (ks *keyServer) add(secret, kid string, priv *ecdsa.PrivateKey, expiredAt *
 	ks.keys[secret][kid] = serverKey{priv: priv, expiredAt: expiredAt}
 }
 
+func (ks *keyServer) setDown(secret string, down bool) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	ks.down[secret] = down
+}
+
 func (ks *keyServer) keyURL() string { return ks.URL + "/webhook_verification_key/get" }
 
 func newKey(t testing.TB) *ecdsa.PrivateKey {
@@ -119,44 +129,9 @@ func token(t testing.TB, priv *ecdsa.PrivateKey, kid string, body []byte, iat ti
 	return s
 }
 
-// sample is a Plaid webhook; id goes in item_id (see suiteAdapter).
+// sample is a Plaid webhook whose item_id is id.
 func sample(id string) *providers.Request {
 	return providertest.Request(`{"environment":"sandbox","error":null,"item_id":"` + id + `","new_transactions":0,"webhook_code":"SYNC_UPDATES_AVAILABLE","webhook_type":"TRANSACTIONS","initial_update_complete":true,"historical_update_complete":false}`)
-}
-
-// suiteName is a test-only registration. Plaid sends no event id, so the
-// adapter's id is the body's SHA-256, which cannot equal the id the suite
-// builds a delivery from. This wrapper checks that the real id is the body
-// hash and then answers with the body's item_id (empty → ErrNoEventID), so
-// the suite can run; everything else is the real adapter.
-const suiteName = "plaid_suite"
-
-type suiteAdapter struct{ *plaid.Verifier }
-
-func (s suiteAdapter) Resolve(r *providers.Request) (providers.Event, error) {
-	ev, err := s.Verifier.Resolve(r)
-	if err != nil {
-		return ev, err
-	}
-	sum := sha256.Sum256(r.Body)
-	if ev.ID != hex.EncodeToString(sum[:]) {
-		panic("plaid: the default id is not the body hash")
-	}
-	ev.ID = gjson.GetBytes(r.Body, "item_id").Str
-	if ev.ID == "" {
-		return ev, providers.ErrNoEventID
-	}
-	return ev, nil
-}
-
-func init() {
-	providers.Register(suiteName, func(cfg providers.Config) (providers.Provider, error) {
-		v, err := plaid.New(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return suiteAdapter{v}, nil
-	})
 }
 
 func TestConformance(t *testing.T) {
@@ -166,10 +141,15 @@ func TestConformance(t *testing.T) {
 	ks.add(secretOne, "kid-one", k1, nil)
 	ks.add(secretTwo, "kid-two", k2, nil)
 	providertest.Run(t, providertest.Harness{
-		Provider: suiteName,
+		Provider: plaid.Name,
 		Settings: map[string]any{"client_id": clientID, "key_url": ks.keyURL()},
 		Secrets:  []string{secretOne, secretTwo},
 		Delivery: sample,
+		// Plaid sends no event id: it is the body's SHA-256, never empty.
+		WantID: func(id string) string {
+			sum := sha256.Sum256(sample(id).Body)
+			return hex.EncodeToString(sum[:])
+		},
 		WantType: "TRANSACTIONS.SYNC_UPDATES_AVAILABLE",
 		Sign: func(t testing.TB, secret string, req *providers.Request, now time.Time) {
 			priv, kid := k1, "kid-one"
@@ -318,6 +298,76 @@ func TestKeyExpiry(t *testing.T) {
 	req.Header.Set(plaid.Header, token(t, b.priv, "kid-one", req.Body, now))
 	require.ErrorIs(t, v.Verify(req), providers.ErrInvalidSignature)
 	require.Equal(t, fetches+1, b.ks.fetches.Load())
+}
+
+// TestKeyUnavailable: a key that cannot be fetched for network reasons (a
+// 5xx, a refused connection) leaves the delivery's authenticity unknown:
+// ErrUnavailable, not a signature error, and nothing is cached. Other answers
+// stay signature errors.
+func TestKeyUnavailable(t *testing.T) {
+	t.Parallel()
+	requireUnavailable := func(t *testing.T, err error) {
+		t.Helper()
+		require.ErrorIs(t, err, providers.ErrUnavailable)
+		require.False(t, providers.IsSignatureError(err), "%v", err)
+	}
+
+	t.Run("ServerError", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		v := b.build(t)
+		req := sample("item_1")
+		req.Header.Set(plaid.Header, token(t, b.priv, "kid-one", req.Body, providertest.Now))
+		b.ks.setDown(secretOne, true)
+		requireUnavailable(t, v.Verify(req))
+		b.ks.setDown(secretOne, false)
+		require.NoError(t, v.Verify(req))
+
+		// An unknown kid is answered 400: a signature error.
+		other := sample("item_1")
+		other.Header.Set(plaid.Header, token(t, b.priv, "kid-unknown", other.Body, providertest.Now))
+		err := v.Verify(other)
+		require.ErrorIs(t, err, providers.ErrInvalidSignature)
+		require.NotErrorIs(t, err, providers.ErrUnavailable)
+	})
+
+	t.Run("RotationWithOneSecretDown", func(t *testing.T) {
+		t.Parallel()
+		// The key lives under secretTwo, whose requests fail; secretOne's
+		// answer (INVALID_API_KEYS here) does not make it a forgery, in
+		// either order.
+		ks := newKeyServer(t)
+		priv := newKey(t)
+		ks.add(secretTwo, "kid-two", priv, nil)
+		ks.setDown(secretTwo, true)
+		for _, secrets := range [][]string{{secretOne, secretTwo}, {secretTwo, secretOne}} {
+			v, err := plaid.New(providers.Config{
+				Secrets:  secrets,
+				Settings: providertest.DecodeSettings(map[string]any{"client_id": clientID, "key_url": ks.keyURL()}),
+				Now:      func() time.Time { return providertest.Now },
+			})
+			require.NoError(t, err)
+			req := sample("item_1")
+			req.Header.Set(plaid.Header, token(t, priv, "kid-two", req.Body, providertest.Now))
+			requireUnavailable(t, v.Verify(req))
+		}
+	})
+
+	t.Run("ConnectionRefused", func(t *testing.T) {
+		t.Parallel()
+		gone := httptest.NewServer(http.NotFoundHandler())
+		keyURL := gone.URL + "/webhook_verification_key/get"
+		gone.Close()
+		v, err := plaid.New(providers.Config{
+			Secrets:  []string{secretOne},
+			Settings: providertest.DecodeSettings(map[string]any{"client_id": clientID, "key_url": keyURL}),
+			Now:      func() time.Time { return providertest.Now },
+		})
+		require.NoError(t, err)
+		req := sample("item_1")
+		req.Header.Set(plaid.Header, token(t, newKey(t), "kid-one", req.Body, providertest.Now))
+		requireUnavailable(t, v.Verify(req))
+	})
 }
 
 func TestSettings(t *testing.T) {

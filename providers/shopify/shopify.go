@@ -116,7 +116,8 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 	return nil
 }
 
-// Describe implements providers.Describer.
+// Describe implements providers.Describer. Shopify-Hmac-Sha256 is a
+// fallback, read only without X-Shopify-Hmac-Sha256.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{HeaderHMAC, HeaderHMACEvents}, DefaultEventID: defaultEventIDSpec}
+	return providers.Description{Headers: []string{HeaderHMAC}, FallbackHeaders: []string{HeaderHMACEvents}, DefaultEventID: defaultEventIDSpec}
 }

@@ -32,14 +32,12 @@ func sample(id string) *providers.Request {
 
 func harness() providertest.Harness {
 	return providertest.Harness{
-		Provider: shopify.Name,
-		Secrets:  []string{"shpss_hookline_test_secret", "hush"},
-		Delivery: sample,
-		WantType: "orders/create",
-		WantTime: triggeredAt,
-		// Sign sets the X- header; Shopify-Hmac-Sha256 is only a fallback.
-		SignatureHeaders: []string{shopify.HeaderHMAC},
-		Tolerance:        time.Minute, // accepted and ignored
+		Provider:  shopify.Name,
+		Secrets:   []string{"shpss_hookline_test_secret", "hush"},
+		Delivery:  sample,
+		WantType:  "orders/create",
+		WantTime:  triggeredAt,
+		Tolerance: time.Minute, // accepted and ignored
 	}
 }
 
@@ -48,7 +46,22 @@ func TestConformance(t *testing.T) {
 	providertest.Run(t, harness())
 }
 
-func build(t *testing.T, secrets ...string) *shopify.Verifier {
+// TestConformanceEvents runs the suite on deliveries that carry only
+// Shopify-Hmac-Sha256 (the new Events deliveries), the adapter's fallback
+// header.
+func TestConformanceEvents(t *testing.T) {
+	t.Parallel()
+	h := harness()
+	h.SignatureHeaders = []string{shopify.HeaderHMACEvents}
+	h.Sign = func(t testing.TB, secret string, req *providers.Request, now time.Time) {
+		require.NoError(t, build(t, secret).Sign(req, now))
+		req.Header.Set(shopify.HeaderHMACEvents, req.Header.Get(shopify.HeaderHMAC))
+		req.Header.Del(shopify.HeaderHMAC)
+	}
+	providertest.Run(t, h)
+}
+
+func build(t testing.TB, secrets ...string) *shopify.Verifier {
 	t.Helper()
 	v, err := shopify.New(providers.Config{Secrets: secrets})
 	require.NoError(t, err)
@@ -120,6 +133,8 @@ func TestResolve(t *testing.T) {
 
 	d := v.Describe()
 	require.Equal(t, "header:X-Shopify-Event-Id", d.DefaultEventID)
+	require.Equal(t, []string{shopify.HeaderHMAC}, d.Headers)
+	require.Equal(t, []string{shopify.HeaderHMACEvents}, d.FallbackHeaders)
 	require.Zero(t, d.DefaultTolerance)
 }
 

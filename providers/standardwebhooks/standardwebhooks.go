@@ -363,11 +363,13 @@ func headerValue(h http.Header, name string) (string, bool) {
 	return vals[0], true
 }
 
-// Describe implements providers.Describer.
+// Describe implements providers.Describer. The svix-* trio is listed as the
+// fallback: Standard Webhooks names webhook-*, and Svix's own headers are
+// read in their place (when all three are present).
 func (v *Verifier) Describe() providers.Description {
 	return providers.Description{
-		Headers: []string{HeaderID, HeaderTimestamp, HeaderSignature,
-			SvixHeaderID, SvixHeaderTimestamp, SvixHeaderSignature},
+		Headers:          []string{HeaderID, HeaderTimestamp, HeaderSignature},
+		FallbackHeaders:  []string{SvixHeaderID, SvixHeaderTimestamp, SvixHeaderSignature},
 		DefaultEventID:   "header:webhook-id",
 		DefaultTolerance: DefaultTolerance,
 	}

@@ -48,14 +48,13 @@ func mergeSignatures(name string) func(a, b http.Header) {
 
 func harness() providertest.Harness {
 	return providertest.Harness{
-		Provider:         standardwebhooks.Name,
-		Secrets:          secrets,
-		Delivery:         sample(standardwebhooks.HeaderID),
-		WantType:         "invoice.paid",
-		WantTime:         eventTime,
-		SignatureHeaders: []string{standardwebhooks.HeaderID, standardwebhooks.HeaderTimestamp, standardwebhooks.HeaderSignature},
-		MergeSignatures:  mergeSignatures(standardwebhooks.HeaderSignature),
-		Features:         providertest.Features{Timestamp: true, MultipleSignatures: true},
+		Provider:        standardwebhooks.Name,
+		Secrets:         secrets,
+		Delivery:        sample(standardwebhooks.HeaderID),
+		WantType:        "invoice.paid",
+		WantTime:        eventTime,
+		MergeSignatures: mergeSignatures(standardwebhooks.HeaderSignature),
+		Features:        providertest.Features{Timestamp: true, MultipleSignatures: true},
 	}
 }
 
@@ -71,6 +70,9 @@ func TestConformanceSvix(t *testing.T) {
 	h := harness()
 	h.Provider = standardwebhooks.SvixName
 	h.Delivery = sample(standardwebhooks.SvixHeaderID)
+	// These deliveries carry the svix-* trio (the adapter's fallback
+	// headers): the suite deletes and garbles those, and checks hostile
+	// webhook-* values in their absence.
 	h.SignatureHeaders = []string{standardwebhooks.SvixHeaderID, standardwebhooks.SvixHeaderTimestamp, standardwebhooks.SvixHeaderSignature}
 	h.MergeSignatures = mergeSignatures(standardwebhooks.SvixHeaderSignature)
 	h.Sign = func(t testing.TB, secret string, req *providers.Request, now time.Time) {
@@ -282,6 +284,8 @@ func TestDescribe(t *testing.T) {
 	d := build(t, providertest.Now, secrets[0]).Describe()
 	require.Equal(t, "header:webhook-id", d.DefaultEventID)
 	require.Equal(t, 5*time.Minute, d.DefaultTolerance)
+	require.Equal(t, []string{standardwebhooks.HeaderID, standardwebhooks.HeaderTimestamp, standardwebhooks.HeaderSignature}, d.Headers)
+	require.Equal(t, []string{standardwebhooks.SvixHeaderID, standardwebhooks.SvixHeaderTimestamp, standardwebhooks.SvixHeaderSignature}, d.FallbackHeaders)
 	for _, name := range []string{standardwebhooks.Name, standardwebhooks.SvixName} {
 		_, ok := providers.Lookup(name)
 		require.True(t, ok, name)

@@ -146,32 +146,24 @@ func URLVariants(u *url.URL) []string {
 	return out
 }
 
-// ParamStrings returns the name+value concatenations Twilio appends to the
-// URL, names sorted bytewise. With repeated names the candidates are every
-// distinct value in sorted order (twilio-node) and the first value only
-// (twilio-go); otherwise one candidate.
+// ParamStrings returns the name+value concatenation Twilio appends to the
+// URL: names sorted bytewise, and for a repeated name every value, sorted
+// (as twilio-node does). A signature over only the first value of a repeated
+// name (twilio-go's shortcut) is not accepted: it would leave the other
+// values unauthenticated. It returns one candidate.
 func ParamStrings(params url.Values) []string {
 	names := make([]string, 0, len(params))
-	multi := false
-	for n, vs := range params {
+	for n := range params {
 		names = append(names, n)
-		multi = multi || len(vs) > 1
 	}
 	sort.Strings(names)
-	var all, first strings.Builder
+	var all strings.Builder
 	for _, n := range names {
 		vs := slices.Clone(params[n])
-		if len(vs) == 0 {
-			continue
-		}
-		first.WriteString(n + vs[0])
 		sort.Strings(vs)
-		for _, val := range slices.Compact(vs) {
+		for _, val := range vs {
 			all.WriteString(n + val)
 		}
-	}
-	if multi {
-		return []string{all.String(), first.String()}
 	}
 	return []string{all.String()}
 }
@@ -285,6 +277,11 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 	if r.Header == nil {
 		r.Header = http.Header{}
 	}
+	if r.URL != nil {
+		if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+			return fmt.Errorf("twilio: unreadable request query: %w", err)
+		}
+	}
 	if !isForm(r) {
 		if r.URL == nil {
 			if v.base == nil {
@@ -327,6 +324,6 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 func (v *Verifier) Describe() providers.Description {
 	return providers.Description{
 		Headers:        []string{Header},
-		DefaultEventID: "header:I-Twilio-Idempotency-Token, else form:MessageSid|CallSid|SmsSid[:status]",
+		DefaultEventID: "header:" + IdempotencyHeader + ", else {form:MessageSid|CallSid|SmsSid}[:{form:MessageStatus|CallStatus}]",
 	}
 }
