@@ -1,0 +1,658 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/hookline/hookline/idem"
+)
+
+// Errors of the dead set, for callers to branch on (the admin API maps them
+// to HTTP statuses).
+var (
+	// ErrDeadItemNotFound: no dead item has that id (never existed, deleted,
+	// or retried already).
+	ErrDeadItemNotFound = errors.New("dead item not found")
+	// ErrEventNotFound: no event has that (source, event_id).
+	ErrEventNotFound = errors.New("event not found")
+	// ErrUnknownSource: the dead item's source is not configured here, so
+	// its attempt budget is unknown and no worker would take the job.
+	ErrUnknownSource = errors.New("source is not configured on this server")
+)
+
+// DefaultBulkBatch is how many dead items a bulk retry or delete handles per
+// transaction when DeadSetConfig.BulkBatch is zero.
+const DefaultBulkBatch = 100
+
+// DeadSetConfig configures a DeadSet.
+type DeadSetConfig struct {
+	// Pool is required.
+	Pool *pgxpool.Pool
+	// River inserts the retry jobs; an insert-only client is enough.
+	// Required for Retry and RetryAll.
+	River *river.Client[pgx.Tx]
+	// MaxAttempts returns a source's destination.max_attempts, the fresh
+	// budget an operator retry gets; false means the source is not
+	// configured (Retry returns ErrUnknownSource). Required for Retry.
+	MaxAttempts func(source string) (int, bool)
+	// BulkBatch is the number of items per transaction in RetryAll and
+	// DeleteAll. Default DefaultBulkBatch.
+	BulkBatch int
+}
+
+// DeadSet reads and changes the dead set (hookline_dead) and looks up events:
+// the database side of the admin API.
+type DeadSet struct {
+	cfg DeadSetConfig
+}
+
+// NewDeadSet returns a DeadSet.
+func NewDeadSet(cfg *DeadSetConfig) (*DeadSet, error) {
+	if cfg == nil || cfg.Pool == nil {
+		return nil, errors.New("jobs: DeadSetConfig.Pool is required")
+	}
+	c := *cfg
+	if c.BulkBatch <= 0 {
+		c.BulkBatch = DefaultBulkBatch
+	}
+	return &DeadSet{cfg: c}, nil
+}
+
+// DeadItem is one item of the dead set.
+type DeadItem struct {
+	ID        int64
+	Source    string
+	EventID   string
+	EventType string
+	// Reason is "failed" (attempts ran out) or "duplicate" (rejected).
+	Reason    string
+	Attempts  int
+	LastError string
+	DeadAt    time.Time
+
+	// Filled by Get only.
+	ContentType string
+	Headers     json.RawMessage // {"Name": ["value", ...]}
+	Payload     []byte          // the exact raw bytes (a batch item's own bytes)
+	DeliveryID  *int64          // the delivery it came in with (may be pruned since)
+}
+
+// Dead item reasons.
+const (
+	ReasonFailed    = "failed"
+	ReasonDuplicate = "duplicate"
+)
+
+// DeadFilter selects dead items; zero fields match everything, so the zero
+// DeadFilter is the whole dead set.
+type DeadFilter struct {
+	Source    string
+	Reason    string // "", ReasonFailed or ReasonDuplicate
+	EventType string
+	Since     time.Time // dead_at >= Since
+	Until     time.Time // dead_at < Until
+}
+
+// Validate reports a bad field by its name.
+func (f DeadFilter) Validate() error {
+	if f.Reason != "" && f.Reason != ReasonFailed && f.Reason != ReasonDuplicate {
+		return fmt.Errorf("reason: %q is not a reason (want failed or duplicate)", f.Reason)
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return errors.New("since: must be before until")
+	}
+	return nil
+}
+
+// where renders f as SQL conditions over hookline_dead, appending its
+// arguments to args.
+func (f DeadFilter) where(args []any) (string, []any) {
+	conds := []string{"true"}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		conds = append(conds, fmt.Sprintf(cond, len(args)))
+	}
+	if f.Source != "" {
+		add("source = $%d", f.Source)
+	}
+	if f.Reason != "" {
+		add("reason = $%d", f.Reason)
+	}
+	if f.EventType != "" {
+		add("event_type = $%d", f.EventType)
+	}
+	if !f.Since.IsZero() {
+		add("dead_at >= $%d", f.Since)
+	}
+	if !f.Until.IsZero() {
+		add("dead_at < $%d", f.Until)
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// DeadKey is a position in the dead set's order (dead_at DESC, id DESC), for
+// keyset pagination: the next page starts after it. Because the order is
+// total (id breaks ties), every item present when paging starts is seen
+// exactly once however many items are added or removed meanwhile.
+type DeadKey struct {
+	DeadAt time.Time
+	ID     int64
+}
+
+const itemColumns = `id, source, event_id, event_type, reason, attempts, last_error, dead_at`
+
+func scanItem(row pgx.Row, it *DeadItem, extra ...any) error {
+	return row.Scan(append([]any{&it.ID, &it.Source, &it.EventID, &it.EventType, &it.Reason, &it.Attempts, &it.LastError, &it.DeadAt}, extra...)...)
+}
+
+// List returns up to limit items matching f, newest first, starting after
+// after (nil: from the newest), and whether more follow.
+func (d *DeadSet) List(ctx context.Context, f DeadFilter, after *DeadKey, limit int) ([]DeadItem, bool, error) {
+	if limit <= 0 {
+		return nil, false, errors.New("jobs: List: limit must be positive")
+	}
+	where, args := f.where(nil)
+	if after != nil {
+		args = append(args, after.DeadAt, after.ID)
+		where += fmt.Sprintf(" AND (dead_at, id) < ($%d, $%d)", len(args)-1, len(args))
+	}
+	args = append(args, limit+1)
+	rows, err := d.cfg.Pool.Query(ctx, `SELECT `+itemColumns+` FROM hookline_dead WHERE `+where+
+		fmt.Sprintf(` ORDER BY dead_at DESC, id DESC LIMIT $%d`, len(args)), args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("list dead items: %w", err)
+	}
+	defer rows.Close()
+	items := make([]DeadItem, 0, min(limit, 64))
+	for rows.Next() {
+		var it DeadItem
+		if err := scanItem(rows, &it); err != nil {
+			return nil, false, err
+		}
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("list dead items: %w", err)
+	}
+	more := len(items) > limit
+	if more {
+		items = items[:limit]
+	}
+	return items, more, nil
+}
+
+// Get returns one item with its payload and headers, or ErrDeadItemNotFound.
+func (d *DeadSet) Get(ctx context.Context, id int64) (*DeadItem, error) {
+	var it DeadItem
+	err := scanItem(d.cfg.Pool.QueryRow(ctx, `SELECT `+itemColumns+`, content_type, headers, payload, delivery_id
+		FROM hookline_dead WHERE id = $1`, id), &it, &it.ContentType, &it.Headers, &it.Payload, &it.DeliveryID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrDeadItemNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get dead item %d: %w", id, err)
+	}
+	return &it, nil
+}
+
+// Delete removes one item, or returns ErrDeadItemNotFound.
+func (d *DeadSet) Delete(ctx context.Context, id int64) error {
+	tag, err := d.cfg.Pool.Exec(ctx, `DELETE FROM hookline_dead WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("delete dead item %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrDeadItemNotFound
+	}
+	return nil
+}
+
+// Count returns the number of items matching f.
+func (d *DeadSet) Count(ctx context.Context, f DeadFilter) (int, error) {
+	where, args := f.where(nil)
+	var n int
+	if err := d.cfg.Pool.QueryRow(ctx, `SELECT count(*) FROM hookline_dead WHERE `+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count dead items: %w", err)
+	}
+	return n, nil
+}
+
+// Retried is the outcome of an operator retry.
+type Retried struct {
+	DeadID  int64
+	Source  string
+	EventID string
+	Reason  string
+	// JobID is the River job that will process the event: a new one, or
+	// the job already active for the event (Joined).
+	JobID int64
+	// Joined is true when a job for the event was already pending, scheduled,
+	// retryable or running, so no second job was inserted (River's unique
+	// insert). That job was given the operator override and a fresh budget
+	// and, unless running, made available at once.
+	Joined bool
+	// OverrideBefore is the job's OverrideBefore: a completed claim older
+	// than this is taken over once.
+	OverrideBefore time.Time
+}
+
+// Retry re-queues a dead item's event as an operator override, in one
+// transaction:
+//
+//   - the item is locked (gone: ErrDeadItemNotFound) and deleted;
+//   - its payload, content type and headers become a new delivery, so the
+//     retry works even after the original delivery was pruned;
+//   - the event row (created if missing) points at that delivery and is
+//     queued again, its attempts and last error kept (they count the event's
+//     whole life);
+//   - a River job with OverrideBefore = now (the database clock) and a fresh
+//     budget of the source's max_attempts is inserted. The override lets
+//     the worker take over a completed claim once, so a retried duplicate
+//     of a completed event is processed again.
+//
+// If a job for the event is already active, River's unique insert skips the
+// new one (the failure mode of River UI's retry of unique jobs,
+// riverqueue/riverui#622); Retry then joins that job instead of failing: it
+// gives it the override and a fresh budget and makes it available now. A job
+// that is running at that moment keeps the arguments it started with; if
+// that run finds the event completed it does not process it again — retry
+// once more after it finishes.
+func (d *DeadSet) Retry(ctx context.Context, id int64) (*Retried, error) {
+	if err := d.canRetry(); err != nil {
+		return nil, err
+	}
+	var out *Retried
+	err := pgx.BeginFunc(ctx, d.cfg.Pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = d.retryTx(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (d *DeadSet) canRetry() error {
+	if d.cfg.River == nil {
+		return errors.New("jobs: DeadSetConfig.River is required to retry")
+	}
+	if d.cfg.MaxAttempts == nil {
+		return errors.New("jobs: DeadSetConfig.MaxAttempts is required to retry")
+	}
+	return nil
+}
+
+// retryTx is Retry inside the caller's transaction.
+func (d *DeadSet) retryTx(ctx context.Context, tx pgx.Tx, id int64) (*Retried, error) {
+	r := &Retried{DeadID: id}
+	err := tx.QueryRow(ctx, `SELECT source, event_id, reason, clock_timestamp() FROM hookline_dead WHERE id = $1 FOR UPDATE`, id).
+		Scan(&r.Source, &r.EventID, &r.Reason, &r.OverrideBefore)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrDeadItemNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock dead item %d: %w", id, err)
+	}
+	maxAttempts, ok := d.cfg.MaxAttempts(r.Source)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q (dead item %d)", ErrUnknownSource, r.Source, id)
+	}
+	if _, err := tx.Exec(ctx, `WITH dead AS (
+			DELETE FROM hookline_dead WHERE id = $1
+			RETURNING source, event_id, event_type, content_type, headers, payload),
+		deliv AS (
+			INSERT INTO hookline_deliveries (source, content_type, headers, body)
+			SELECT source, content_type, headers, payload FROM dead
+			RETURNING id)
+		INSERT INTO hookline_events AS e (source, event_id, event_type, delivery_id)
+		SELECT dead.source, dead.event_id, dead.event_type, deliv.id FROM dead, deliv
+		ON CONFLICT (source, event_id) DO UPDATE SET
+			state        = 'queued',
+			delivery_id  = excluded.delivery_id,
+			item_offset  = NULL,
+			item_length  = NULL,
+			event_type   = CASE WHEN excluded.event_type <> '' THEN excluded.event_type ELSE e.event_type END,
+			queued_at    = now(),
+			completed_at = NULL,
+			dedup_until  = NULL`, id); err != nil {
+		return nil, fmt.Errorf("re-queue dead item %d: %w", id, err)
+	}
+	res, err := d.cfg.River.InsertTx(ctx, tx, EventArgs{Source: r.Source, EventID: r.EventID, OverrideBefore: r.OverrideBefore},
+		InsertOptsFor(maxAttempts))
+	if err != nil {
+		return nil, fmt.Errorf("enqueue retry of dead item %d: %w", id, err)
+	}
+	r.JobID = res.Job.ID
+	if !res.UniqueSkippedAsDuplicate {
+		return r, nil
+	}
+	// Join the active job: the override travels in its args (read afresh by
+	// every attempt), the budget is topped up to a fresh max_attempts from
+	// its current attempt, and River's own retry makes a scheduled or
+	// retryable job available now (it leaves a running job alone).
+	r.Joined = true
+	override, _ := json.Marshal(r.OverrideBefore)
+	if _, err := tx.Exec(ctx, `UPDATE river_job SET
+			args = jsonb_set(args, '{override_before}', $2::jsonb),
+			max_attempts = GREATEST(max_attempts, attempt + $3)
+		WHERE id = $1`, r.JobID, string(override), maxAttempts); err != nil {
+		return nil, fmt.Errorf("join job %d: %w", r.JobID, err)
+	}
+	if res.Job.State != rivertype.JobStateRunning {
+		if _, err := d.cfg.River.JobRetryTx(ctx, tx, r.JobID); err != nil {
+			return nil, fmt.Errorf("join job %d: %w", r.JobID, err)
+		}
+	}
+	return r, nil
+}
+
+// BulkResult is the outcome of RetryAll or DeleteAll.
+type BulkResult struct {
+	// Matched is the number of items that matched when the call started.
+	Matched int
+	// Done is the number retried or deleted. It can be below Matched when
+	// items left the dead set meanwhile (completed, deleted, retried by
+	// someone else), or were skipped.
+	Done int
+	// Skipped counts items RetryAll left in place because their source is
+	// not configured here.
+	Skipped int
+}
+
+// RetryAll retries every item matching f that exists when it starts (items
+// that die while it runs are left for the next call), in bounded batches of
+// BulkBatch items per transaction, each item as Retry does.
+// Items locked by a concurrent retry or delete are skipped. On error, the
+// batches committed so far stay committed and res counts them.
+func (d *DeadSet) RetryAll(ctx context.Context, f DeadFilter) (res BulkResult, err error) {
+	if err := d.canRetry(); err != nil {
+		return res, err
+	}
+	maxID, matched, err := d.snapshot(ctx, f)
+	if err != nil || matched == 0 {
+		return BulkResult{Matched: matched}, err
+	}
+	res.Matched = matched
+	var after int64
+	for {
+		var ids []int64
+		var done, skipped int
+		err := pgx.BeginFunc(ctx, d.cfg.Pool, func(tx pgx.Tx) error {
+			done, skipped = 0, 0
+			where, args := f.where([]any{after, maxID, d.cfg.BulkBatch})
+			rows, err := tx.Query(ctx, `SELECT id FROM hookline_dead WHERE id > $1 AND id <= $2 AND `+where+`
+				ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`, args...)
+			if err != nil {
+				return err
+			}
+			ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				_, err := d.retryTx(ctx, tx, id)
+				switch {
+				case errors.Is(err, ErrUnknownSource):
+					skipped++
+				case errors.Is(err, ErrDeadItemNotFound):
+				case err != nil:
+					return err
+				default:
+					done++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return res, fmt.Errorf("bulk retry (after %d retried): %w", res.Done, err)
+		}
+		res.Done += done
+		res.Skipped += skipped
+		if len(ids) < d.cfg.BulkBatch {
+			return res, nil
+		}
+		after = ids[len(ids)-1]
+	}
+}
+
+// DeleteAll deletes every item matching f that exists when it starts, in
+// bounded batches of BulkBatch items per transaction.
+func (d *DeadSet) DeleteAll(ctx context.Context, f DeadFilter) (res BulkResult, err error) {
+	maxID, matched, err := d.snapshot(ctx, f)
+	if err != nil || matched == 0 {
+		return BulkResult{Matched: matched}, err
+	}
+	res.Matched = matched
+	where, args := f.where([]any{maxID, d.cfg.BulkBatch})
+	q := `DELETE FROM hookline_dead WHERE id IN (
+		SELECT id FROM hookline_dead WHERE id <= $1 AND ` + where + `
+		ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)`
+	for {
+		tag, err := d.cfg.Pool.Exec(ctx, q, args...)
+		if err != nil {
+			return res, fmt.Errorf("bulk delete (after %d deleted): %w", res.Done, err)
+		}
+		n := int(tag.RowsAffected())
+		res.Done += n
+		if n == 0 {
+			return res, nil
+		}
+	}
+}
+
+// snapshot returns the highest id and the number of items matching f now.
+func (d *DeadSet) snapshot(ctx context.Context, f DeadFilter) (maxID int64, n int, err error) {
+	where, args := f.where(nil)
+	err = d.cfg.Pool.QueryRow(ctx, `SELECT COALESCE(max(id), 0), count(*) FROM hookline_dead WHERE `+where, args...).Scan(&maxID, &n)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count dead items: %w", err)
+	}
+	return maxID, n, nil
+}
+
+// Event states as the admin event lookup reports them (CONTRACT.md §6).
+const (
+	EventQueued     = "queued"
+	EventProcessing = "processing"
+	EventCompleted  = "completed"
+	EventDead       = "dead"
+)
+
+// EventStatus is an event's life as the admin event lookup reports it.
+type EventStatus struct {
+	Source    string
+	EventID   string
+	EventType string
+	// State is EventQueued (waiting, including a scheduled retry),
+	// EventProcessing (a live claim), EventCompleted or EventDead.
+	State string
+	// Deliveries counts every receipt, duplicates included.
+	Deliveries int
+	// Attempts counts destination attempts over the event's whole life.
+	Attempts int
+	// ReceivedAt is the first receipt.
+	ReceivedAt time.Time
+	// CompletedAt is set only in state completed.
+	CompletedAt *time.Time
+	LastError   *string
+	// DeadItemID is the event's dead item: the newest with reason failed,
+	// else the newest duplicate; nil when it has none.
+	DeadItemID *int64
+}
+
+// Event looks up (source, eventID), or returns ErrEventNotFound.
+//
+// hookline_events.state says processing from the moment a worker takes the
+// event until it records the outcome, even if that worker died; so an event
+// is reported processing only while its claim row is processing with a live
+// lease, and queued otherwise (its job will take it over).
+func (d *DeadSet) Event(ctx context.Context, source, eventID string) (*EventStatus, error) {
+	key, err := idem.ComposeKey(Namespace, source, eventID)
+	if err != nil {
+		return nil, ErrEventNotFound // a blank part names no event
+	}
+	ev := &EventStatus{}
+	var live bool
+	err = d.cfg.Pool.QueryRow(ctx, `SELECT e.source, e.event_id, e.event_type, e.state, e.deliveries, e.attempts,
+			e.first_received_at, e.completed_at, e.last_error,
+			COALESCE((SELECT c.state = 'processing' AND c.expires_at > now() FROM `+ClaimsTable+` c WHERE c.key = $3), false),
+			(SELECT d.id FROM hookline_dead d WHERE d.source = e.source AND d.event_id = e.event_id
+			 ORDER BY d.reason = 'failed' DESC, d.dead_at DESC, d.id DESC LIMIT 1)
+		FROM hookline_events e WHERE e.source = $1 AND e.event_id = $2`, source, eventID, key).
+		Scan(&ev.Source, &ev.EventID, &ev.EventType, &ev.State, &ev.Deliveries, &ev.Attempts,
+			&ev.ReceivedAt, &ev.CompletedAt, &ev.LastError, &live, &ev.DeadItemID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrEventNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up event: %w", err)
+	}
+	switch ev.State {
+	case EventQueued, EventProcessing:
+		ev.State = EventQueued
+		if live {
+			ev.State = EventProcessing
+		}
+	}
+	if ev.State != EventCompleted {
+		ev.CompletedAt = nil
+	}
+	return ev, nil
+}
+
+// scrapeTimeout bounds a collector's query, so a slow database cannot hang
+// a Prometheus scrape.
+const scrapeTimeout = 3 * time.Second
+
+// NewDeadItemsCollector returns the collector of hookline_dead_items{source,
+// reason}, a gauge of the items in the dead set now, read from hookline_dead
+// on each scrape. If the query fails it emits nothing (an absent series, not
+// a wrong zero) and logs the error. A (source, reason) pair seen on an
+// earlier scrape is reported as 0 once its items are gone, so the gauge
+// drops to zero instead of going stale.
+func NewDeadItemsCollector(pool *pgxpool.Pool, logger *slog.Logger) prometheus.Collector {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &deadItemsCollector{pool: pool, log: logger, seen: map[[2]string]bool{},
+		desc: prometheus.NewDesc("hookline_dead_items", "Items in the dead set now, by source and reason.", []string{"source", "reason"}, nil)}
+}
+
+type deadItemsCollector struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+	desc *prometheus.Desc
+
+	mu   sync.Mutex
+	seen map[[2]string]bool
+}
+
+func (c *deadItemsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *deadItemsCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	rows, err := c.pool.Query(ctx, `SELECT source, reason, count(*) FROM hookline_dead GROUP BY 1, 2`)
+	counts := map[[2]string]int64{}
+	if err == nil {
+		var k [2]string
+		var n int64
+		_, err = pgx.ForEachRow(rows, []any{&k[0], &k[1], &n}, func() error { counts[k] = n; return nil })
+	}
+	if err != nil {
+		c.log.Warn("hookline_dead_items: query failed; series omitted from this scrape", "error", err.Error())
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range counts {
+		c.seen[k] = true
+	}
+	for k := range c.seen {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[k]), k[0], k[1])
+	}
+}
+
+// queueStates are the states hookline_queue_jobs reports: the jobs not yet
+// finished. Finished ones (completed, cancelled, discarded) are River's
+// history, not queue depth, and counting them would scan a large table.
+var queueStates = []rivertype.JobState{
+	rivertype.JobStateAvailable,
+	rivertype.JobStatePending,
+	rivertype.JobStateRetryable,
+	rivertype.JobStateRunning,
+	rivertype.JobStateScheduled,
+}
+
+// NewQueueCollector returns the collector of hookline's queue depth and lag,
+// read from river_job (kind hookline.event) on each scrape:
+//
+//   - hookline_queue_jobs{state}: event jobs by state (available, pending,
+//     retryable, running, scheduled; 0 when none);
+//   - hookline_queue_oldest_available_seconds: how long the oldest available
+//     event job has been ready to run without being picked up (0 when none).
+//
+// If the query fails it emits nothing and logs the error.
+func NewQueueCollector(pool *pgxpool.Pool, logger *slog.Logger) prometheus.Collector {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &queueCollector{pool: pool, log: logger,
+		jobs: prometheus.NewDesc("hookline_queue_jobs", "Event jobs in River's queue by state (unfinished states only).", []string{"state"}, nil),
+		lag:  prometheus.NewDesc("hookline_queue_oldest_available_seconds", "Age of the oldest event job ready to run and not yet taken (0: none).", nil, nil),
+	}
+}
+
+type queueCollector struct {
+	pool      *pgxpool.Pool
+	log       *slog.Logger
+	jobs, lag *prometheus.Desc
+}
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.jobs; ch <- c.lag }
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	states := make([]string, len(queueStates))
+	for i, s := range queueStates {
+		states[i] = string(s)
+	}
+	counts := map[string]int64{}
+	var lag float64
+	err := pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT state::text, count(*) FROM river_job
+			WHERE kind = $1 AND state = ANY($2::text[]::river_job_state[]) GROUP BY 1`, EventArgs{}.Kind(), states)
+		if err != nil {
+			return err
+		}
+		var s string
+		var n int64
+		if _, err := pgx.ForEachRow(rows, []any{&s, &n}, func() error { counts[s] = n; return nil }); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(scheduled_at))::float8, 0) FROM river_job
+			WHERE kind = $1 AND state = 'available' AND scheduled_at <= now()`, EventArgs{}.Kind()).Scan(&lag)
+	})
+	if err != nil {
+		c.log.Warn("hookline_queue_jobs: query failed; series omitted from this scrape", "error", err.Error())
+		return
+	}
+	for _, s := range states {
+		ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(counts[s]), s)
+	}
+	ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, max(lag, 0))
+}
