@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
 
@@ -148,6 +149,8 @@ func New(cfg Config) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = jsonErrorHandler
+	// Every answer carries X-Request-Id (the caller's, or a new one); logs name it.
+	e.Use(middleware.RequestID(), middleware.Recover())
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.m.Registry, promhttp.HandlerOpts{})))
@@ -264,7 +267,11 @@ func (s *Server) receive(c echo.Context) error {
 	}
 
 	pr := &providers.Request{Body: body, Header: req.Header, URL: requestURL(req)}
-	if err := src.Provider.Verify(pr); err != nil {
+	if err := src.Provider.Verify(pr); errors.Is(err, providers.ErrUnavailable) {
+		// A key or certificate could not be fetched: not the sender's fault.
+		s.log.Warn("verification unavailable", "source", src.Name, "error", err.Error(), "request_id", requestID(c))
+		return unavailable("signature verification unavailable; retry later")
+	} else if err != nil {
 		status := http.StatusUnauthorized
 		if !providers.IsSignatureError(err) {
 			status = http.StatusBadRequest // e.g. a form body that cannot be parsed

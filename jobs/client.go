@@ -91,7 +91,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 			river.QueueDefault: {MaxWorkers: 2},
 		},
 		Workers:              workers,
-		JobTimeout:           -1, // see EventWorker.Timeout
+		JobTimeout:           -1, // per kind: see EventWorker.Timeout
 		RescueStuckJobsAfter: RescueAfter(cfg.Sources),
 		// Polling bounds how fast a job inserted by another process starts
 		// when LISTEN/NOTIFY is not available (e.g. behind PgBouncer).

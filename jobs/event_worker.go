@@ -119,12 +119,21 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 	return w, nil
 }
 
-// Timeout implements river.Worker. Jobs are bounded by the destination
-// timeout (each HTTP attempt) and by the claim's lease, which is renewed while
-// work runs; River's own per-job timeout is turned off so a long Go handler
-// that keeps its lease alive is not cut short. See RescueAfter for how a
-// crashed worker's job comes back.
-func (w *EventWorker) Timeout(*river.Job[EventArgs]) time.Duration { return -1 }
+// Timeout implements river.Worker: a job may run for its source's lease.
+// River only rescues a stuck job whose kind has a positive timeout that has
+// passed, so tying the timeout to the lease is what brings a crashed
+// worker's event back: the claim lapses after the lease (nobody renews it),
+// River's rescuer marks the job retryable once RescueStuckJobsAfter (the
+// shortest lease, see RescueAfter) and this timeout have passed, and the
+// retry takes the expired claim over — within lease + the rescuer's 30 s
+// interval. Config validation keeps lease longer than destination.timeout,
+// so a healthy attempt always finishes inside it.
+func (w *EventWorker) Timeout(job *river.Job[EventArgs]) time.Duration {
+	if src := w.sources[job.Args.Source]; src != nil {
+		return src.Lease
+	}
+	return idem.DefaultLease
+}
 
 // NextRetry implements river.Worker: exponential backoff from the source's
 // backoff.min, doubling per attempt, capped at backoff.max, with jitter (a

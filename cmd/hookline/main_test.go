@@ -75,8 +75,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func startServe(t *testing.T, cfgPath, addr string, args ...string) *proc {
 	t.Helper()
@@ -163,10 +167,10 @@ sources:
   - name: s
     provider: stripe
     secrets: [%q]
-    lease: 2s
+    lease: 3s
     destination:
       url: %q
-      timeout: 60s
+      timeout: 2s
       max_attempts: 5
       backoff: {min: 100ms, max: 1s}
 %s`, addr, dbURL, secret, dest, extra)
@@ -238,9 +242,13 @@ func TestWorkerKilledMidDelivery(t *testing.T) {
 		mu.Lock()
 		keys = append(keys, r.Header.Get("Idempotency-Key")+" attempt="+r.Header.Get("Hookline-Attempt"))
 		mu.Unlock()
+		_, _ = io.Copy(io.Discard, r.Body) // lets net/http notice the caller's death
 		if calls.Add(1) == 1 {
 			close(firstCall)
-			<-r.Context().Done() // hang until the caller dies
+			select { // hang until the caller dies
+			case <-r.Context().Done():
+			case <-time.After(2 * time.Minute):
+			}
 			return
 		}
 	}))
@@ -262,7 +270,7 @@ func TestWorkerKilledMidDelivery(t *testing.T) {
 
 	addr2 := freeAddr(t)
 	startServe(t, writeConfig(t, config(dbURL, addr2, dest.URL, "")), addr2)
-	// lease (2s) + River's rescuer interval (30s) + slack.
+	// lease (3s) + River's rescuer interval (30s) + slack.
 	require.Eventually(t, func() bool { s, _ := eventState(t, dbURL, "evt_crash"); return s == "completed" }, 90*time.Second, 100*time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
 	"github.com/riverqueue/river"
 
 	"github.com/hookline/hookline/ingest"
@@ -74,6 +75,8 @@ type App struct {
 	Log     *slog.Logger
 
 	opts     Options
+	admin    *echo.Echo // separate admin router when admin_listen is set
+	stopUI   context.CancelFunc
 	migrated atomic.Bool
 	servers  []*http.Server
 	addrs    []net.Addr
@@ -167,6 +170,25 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if opts.Mount != nil {
 		opts.Mount(a.Ingest)
 	}
+	a.Metrics.Registry.MustRegister(jobs.NewDeadItemsCollector(pool, opts.Logger), jobs.NewQueueCollector(pool, opts.Logger))
+
+	// The admin API: on the ingest listener, or on admin_listen so it need
+	// not face the internet.
+	adminRouter := a.Ingest.Echo()
+	if cfg.AdminListen != "" {
+		a.admin = echo.New()
+		a.admin.HideBanner, a.admin.HidePort = true, true
+		adminRouter = a.admin
+	}
+	uiCtx, stopUI := context.WithCancel(context.Background())
+	a.stopUI = stopUI
+	if err := a.Ingest.MountAdmin(adminRouter, ingest.AdminConfig{
+		Token: cfg.AdminToken, River: a.River, Logger: opts.Logger, Context: uiCtx,
+	}); err != nil {
+		stopUI()
+		pool.Close()
+		return nil, fmt.Errorf("admin: %w", err)
+	}
 	return a, nil
 }
 
@@ -227,6 +249,9 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 		h    http.Handler
 	}
 	ls := []listener{{a.Config.Listen, a.Ingest}}
+	if a.admin != nil {
+		ls = append(ls, listener{a.Config.AdminListen, a.admin})
+	}
 	var tlsCfg *tls.Config
 	if a.Config.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(a.Config.TLSCert, a.Config.TLSKey)
@@ -306,6 +331,7 @@ func (a *App) shutdown() {
 			cancel()
 		}
 	}
+	a.stopUI()
 	a.Pool.Close()
 	a.Log.Info("stopped")
 }

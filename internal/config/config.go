@@ -375,6 +375,9 @@ func (s *Source) validate(p string) error {
 	if d.Timeout == 0 {
 		d.Timeout = Duration(DefaultDestTimeout)
 	}
+	if d.URL != "" && d.Timeout >= s.Lease {
+		return field(p+".lease", "must be longer than destination.timeout (%s): an attempt must finish within its lease", d.Timeout.D())
+	}
 	if d.MaxAttempts == 0 {
 		d.MaxAttempts = DefaultMaxAttempts
 	}
