@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -155,27 +154,6 @@ func ExampleComposeKey() {
 // examplePool gives an example its own empty database from pgtest, which
 // wants a testing.TB; done drops it.
 func examplePool() (pool *pgxpool.Pool, done func()) {
-	tb := &exampleTB{}
-	return pgtest.NewEmptyPool(tb), tb.runCleanups
-}
-
-// exampleTB is the part of testing.TB that pgtest uses, for examples, which
-// have none: failures panic and cleanups run when runCleanups is called.
-type exampleTB struct {
-	testing.TB // nil; calling a method not defined below panics
-	cleanups   []func()
-}
-
-func (*exampleTB) Helper()                      {}
-func (*exampleTB) Name() string                 { return "Example" }
-func (*exampleTB) Logf(string, ...any)          {}
-func (*exampleTB) Fatal(args ...any)            { panic(fmt.Sprint(args...)) }
-func (*exampleTB) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
-func (*exampleTB) Errorf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
-func (*exampleTB) Skipf(f string, args ...any)  { panic(fmt.Sprintf("skip: "+f, args...)) }
-func (t *exampleTB) Cleanup(f func())           { t.cleanups = append(t.cleanups, f) }
-func (t *exampleTB) runCleanups() {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
+	tb, done := pgtest.ExampleTB()
+	return pgtest.NewEmptyPool(tb), done
 }

@@ -108,6 +108,9 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 		if s.DedupWindow <= 0 {
 			s.DedupWindow = idem.DefaultDedupWindow
 		}
+		if s.Timeout <= 0 {
+			s.Timeout = s.Lease
+		}
 		if s.BackoffMin <= 0 {
 			s.BackoffMin = time.Second
 		}
@@ -119,7 +122,8 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 	return w, nil
 }
 
-// Timeout implements river.Worker: a job may run for its source's lease.
+// Timeout implements river.Worker: a job may run for its source's Timeout,
+// by default its lease.
 // River only rescues a stuck job whose kind has a positive timeout that has
 // passed, so tying the timeout to the lease is what brings a crashed
 // worker's event back: the claim lapses after the lease (nobody renews it),
@@ -130,7 +134,7 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 // so a healthy attempt always finishes inside it.
 func (w *EventWorker) Timeout(job *river.Job[EventArgs]) time.Duration {
 	if src := w.sources[job.Args.Source]; src != nil {
-		return src.Lease
+		return src.Timeout
 	}
 	return idem.DefaultLease
 }

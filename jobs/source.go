@@ -25,6 +25,12 @@ type Source struct {
 	// the claim's completed mark commit in one transaction (promise 4).
 	// When set, Destination is not used.
 	Handler Handler
+	// Timeout is how long one attempt may run before River cancels it and,
+	// if its worker is gone, rescues the job. Default: Lease. A crashed
+	// worker's event is retried within max(Lease, Timeout) + River's rescuer
+	// interval (30 s), so keep it at the lease unless a Go handler really
+	// needs longer (its claim is renewed meanwhile, see idem.Claim.KeepAlive).
+	Timeout time.Duration
 	// MaxAttempts per budget (destination.max_attempts); default 10.
 	MaxAttempts int
 	// BackoffMin and BackoffMax bound the exponential, jittered delay

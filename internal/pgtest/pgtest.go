@@ -276,3 +276,30 @@ func Cluster(t testing.TB) (*pgcluster.Cluster, string) {
 	}
 	return c, c.URL("postgres")
 }
+
+// ExampleTB returns the part of testing.TB that pgtest uses, for Example
+// functions, which have none: failures panic, and the cleanups (dropping the
+// database) run when done is called.
+func ExampleTB() (tb testing.TB, done func()) {
+	t := &exampleTB{}
+	return t, t.runCleanups
+}
+
+type exampleTB struct {
+	testing.TB // nil; calling a method not defined below panics
+	cleanups   []func()
+}
+
+func (*exampleTB) Helper()                      {}
+func (*exampleTB) Name() string                 { return "Example" }
+func (*exampleTB) Logf(string, ...any)          {}
+func (*exampleTB) Fatal(args ...any)            { panic(fmt.Sprint(args...)) }
+func (*exampleTB) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
+func (*exampleTB) Errorf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
+func (*exampleTB) Skipf(f string, args ...any)  { panic(fmt.Sprintf("skip: "+f, args...)) }
+func (t *exampleTB) Cleanup(f func())           { t.cleanups = append(t.cleanups, f) }
+func (t *exampleTB) runCleanups() {
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
+	}
+}
