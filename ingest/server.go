@@ -272,18 +272,14 @@ func (s *Server) receive(c echo.Context) error {
 		s.log.Warn("verification unavailable", "source", src.Name, "error", err.Error(), "request_id", requestID(c))
 		return unavailable("signature verification unavailable; retry later")
 	} else if err != nil {
+		// Whatever stopped verification (a bad signature, or a body too
+		// garbled to find one in), the signature is not fine: 401, which
+		// takes precedence over 400 (CONTRACT.md §6).
 		status := http.StatusUnauthorized
-		if !providers.IsSignatureError(err) {
-			status = http.StatusBadRequest // e.g. a form body that cannot be parsed
-		}
-		if ss, ok := src.Provider.(providers.SignatureStatuser); ok && status == http.StatusUnauthorized {
+		if ss, ok := src.Provider.(providers.SignatureStatuser); ok {
 			status = ss.InvalidSignatureStatus()
 		}
-		if status == http.StatusBadRequest {
-			count(metrics.BadRequest, 1)
-		} else {
-			count(metrics.InvalidSignature, 1)
-		}
+		count(metrics.InvalidSignature, 1)
 		s.log.Info("delivery rejected", "source", src.Name, "status", status, "error", err.Error(), "request_id", requestID(c))
 		return c.JSON(status, errorBody{Error: err.Error()})
 	}
