@@ -11,10 +11,8 @@
 package checkout
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -43,9 +41,13 @@ type Settings struct {
 	AuthorizationKey string `yaml:"authorization_key"`
 }
 
+// scheme is how Checkout.com signs: lowercase hex; Strict refuses any other
+// spelling, as a string comparison in its SDKs would.
+var scheme = providers.BodyMAC{Header: Header, Strict: true}
+
 // Verifier is the Checkout.com adapter.
 type Verifier struct {
-	secrets [][]byte
+	keys [][]byte
 	// authKey is the SHA-256 of Settings.AuthorizationKey, nil when unset;
 	// comparing digests keeps the comparison constant-time whatever the lengths.
 	authKey []byte
@@ -62,7 +64,7 @@ func New(cfg providers.Config) (*Verifier, error) {
 	if err := cfg.Decode(&s); err != nil {
 		return nil, fmt.Errorf("checkout: %w", err)
 	}
-	v := &Verifier{}
+	v := &Verifier{keys: providers.SecretKeys(cfg.Secrets)}
 	if s.AuthorizationKey != "" {
 		if strings.TrimSpace(s.AuthorizationKey) != s.AuthorizationKey {
 			return nil, fmt.Errorf("checkout.authorization_key: must not start or end with whitespace")
@@ -70,16 +72,7 @@ func New(cfg providers.Config) (*Verifier, error) {
 		sum := sha256.Sum256([]byte(s.AuthorizationKey))
 		v.authKey, v.authValue = sum[:], s.AuthorizationKey
 	}
-	for _, sec := range cfg.Secrets {
-		v.secrets = append(v.secrets, []byte(sec))
-	}
 	return v, nil
-}
-
-func mac(secret, body []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return hex.EncodeToString(m.Sum(nil))
 }
 
 // Verify implements providers.Verifier.
@@ -94,18 +87,7 @@ func (v *Verifier) Verify(r *providers.Request) error {
 			return fmt.Errorf("%w: %s header does not match checkout.authorization_key", providers.ErrInvalidSignature, AuthorizationHeader)
 		}
 	}
-	sig := r.Header.Get(Header)
-	if sig == "" {
-		return fmt.Errorf("%w: %s header is required", providers.ErrNoSignature, Header)
-	}
-	// Checkout.com sends lowercase hex; comparing the hex text (not decoded
-	// bytes) rejects any other spelling, as a string comparison in its SDKs would.
-	for _, secret := range v.secrets {
-		if hmac.Equal([]byte(mac(secret, r.Body)), []byte(sig)) {
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: %s does not match", providers.ErrInvalidSignature, Header)
+	return scheme.Verify(r, v.keys)
 }
 
 // Resolve implements providers.Resolver: id, type and created_on.
@@ -127,7 +109,7 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 // Sign implements providers.Signer with the first secret, and sets the
 // Authorization header when checkout.authorization_key is configured.
 func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
-	r.Header.Set(Header, mac(v.secrets[0], r.Body))
+	scheme.Sign(r, v.keys[0])
 	if v.authKey != nil {
 		r.Header.Set(AuthorizationHeader, v.authValue)
 	}

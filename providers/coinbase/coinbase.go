@@ -10,9 +10,6 @@
 package coinbase
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -29,9 +26,13 @@ func init() {
 	providers.Register(Name, func(cfg providers.Config) (providers.Provider, error) { return New(cfg) })
 }
 
+// scheme is how Coinbase signs: lowercase hex, which its reference
+// implementation compares as text; Strict refuses any other spelling.
+var scheme = providers.BodyMAC{Header: Header, Strict: true}
+
 // Verifier is the Coinbase Commerce adapter.
 type Verifier struct {
-	secrets [][]byte
+	keys [][]byte
 }
 
 // New returns a Coinbase Commerce adapter for cfg.
@@ -42,34 +43,11 @@ func New(cfg providers.Config) (*Verifier, error) {
 	if err := cfg.Decode(&struct{}{}); err != nil {
 		return nil, fmt.Errorf("coinbase: %w", err)
 	}
-	v := &Verifier{}
-	for _, s := range cfg.Secrets {
-		v.secrets = append(v.secrets, []byte(s))
-	}
-	return v, nil
-}
-
-func mac(secret, body []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return hex.EncodeToString(m.Sum(nil))
+	return &Verifier{keys: providers.SecretKeys(cfg.Secrets)}, nil
 }
 
 // Verify implements providers.Verifier.
-func (v *Verifier) Verify(r *providers.Request) error {
-	sig := r.Header.Get(Header)
-	if sig == "" {
-		return fmt.Errorf("%w: %s header is required", providers.ErrNoSignature, Header)
-	}
-	// Coinbase sends lowercase hex (its reference implementation compares hex
-	// text); comparing the text rejects any other spelling.
-	for _, secret := range v.secrets {
-		if hmac.Equal([]byte(mac(secret, r.Body)), []byte(sig)) {
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: %s does not match", providers.ErrInvalidSignature, Header)
-}
+func (v *Verifier) Verify(r *providers.Request) error { return scheme.Verify(r, v.keys) }
 
 // Resolve implements providers.Resolver: event.id, event.type and
 // event.created_at.
@@ -90,7 +68,7 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 
 // Sign implements providers.Signer with the first secret.
 func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
-	r.Header.Set(Header, mac(v.secrets[0], r.Body))
+	scheme.Sign(r, v.keys[0])
 	return nil
 }
 

@@ -11,12 +11,8 @@
 package github
 
 import (
-	"crypto/hmac"
-	"crypto/sha1" //nolint:gosec // legacy X-Hub-Signature, read only when the SHA-256 header is absent
-	"crypto/sha256"
-	"encoding/hex"
+	"crypto"
 	"fmt"
-	"hash"
 	"strings"
 	"time"
 
@@ -39,9 +35,17 @@ func init() {
 	providers.Register(Name, func(cfg providers.Config) (providers.Provider, error) { return New(cfg) })
 }
 
+// scheme and legacyScheme are how GitHub writes its two headers: the
+// algorithm's name, "=" and hex (read in either case), white space around it
+// ignored. The legacy SHA-1 header is read only without the SHA-256 one.
+var (
+	scheme       = providers.BodyMAC{Header: HeaderSignature256, Prefix: "sha256="}
+	legacyScheme = providers.BodyMAC{Header: HeaderSignature, Hash: crypto.SHA1, Prefix: "sha1="}
+)
+
 // Verifier is the GitHub adapter.
 type Verifier struct {
-	secrets [][]byte
+	keys [][]byte
 }
 
 // New returns a GitHub adapter for cfg. cfg.Tolerance is accepted and ignored:
@@ -53,66 +57,37 @@ func New(cfg providers.Config) (*Verifier, error) {
 	if err := cfg.Decode(&struct{}{}); err != nil {
 		return nil, fmt.Errorf("github: %w", err)
 	}
-	v := &Verifier{}
-	for _, s := range cfg.Secrets {
-		v.secrets = append(v.secrets, []byte(s))
-	}
-	return v, nil
+	return &Verifier{keys: providers.SecretKeys(cfg.Secrets)}, nil
 }
 
 // ParseSignature parses a signature header value `<algo>=<hex>` where algo is
 // the one expected ("sha256" or "sha1", lowercase). Anything else is an error
 // wrapping providers.ErrInvalidSignature.
 func ParseSignature(value, algo string) ([]byte, error) {
-	var size int
+	var m *providers.BodyMAC
 	switch algo {
 	case "sha256":
-		size = sha256.Size
+		m = &scheme
 	case "sha1":
-		size = sha1.Size
+		m = &legacyScheme
 	default:
 		return nil, fmt.Errorf("%w: unsupported algorithm", providers.ErrInvalidSignature)
 	}
-	prefix, hexSig, ok := strings.Cut(strings.TrimSpace(value), "=")
-	if !ok || prefix != algo {
-		return nil, fmt.Errorf("%w: want %s=<hex>", providers.ErrInvalidSignature, algo)
+	sigs, err := m.Parse(value)
+	if err != nil {
+		return nil, err
 	}
-	sig, err := hex.DecodeString(hexSig)
-	if err != nil || len(sig) != size {
-		return nil, fmt.Errorf("%w: want %s=<hex>", providers.ErrInvalidSignature, algo)
-	}
-	return sig, nil
+	return sigs[0], nil
 }
 
 // Verify implements providers.Verifier.
 func (v *Verifier) Verify(r *providers.Request) error {
-	header, algo, newHash := HeaderSignature256, "sha256", sha256.New
-	value := r.Header.Get(HeaderSignature256)
-	if value == "" {
-		// Fall back to the legacy SHA-1 signature only when the SHA-256 one
-		// is absent; when both are sent, SHA-1 is never consulted.
-		header, algo, newHash = HeaderSignature, "sha1", sha1.New
-		value = r.Header.Get(HeaderSignature)
+	// Fall back to the legacy SHA-1 signature only when the SHA-256 one is
+	// absent; when both are sent, SHA-1 is never consulted.
+	if r.Header.Get(HeaderSignature256) == "" && r.Header.Get(HeaderSignature) != "" {
+		return legacyScheme.Verify(r, v.keys)
 	}
-	if value == "" {
-		return fmt.Errorf("%w: %s header is required", providers.ErrNoSignature, HeaderSignature256)
-	}
-	sig, err := ParseSignature(value, algo)
-	if err != nil {
-		return fmt.Errorf("%s: %w", header, err)
-	}
-	for _, secret := range v.secrets {
-		if hmac.Equal(mac(newHash, secret, r.Body), sig) {
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: %s does not match", providers.ErrInvalidSignature, header)
-}
-
-func mac(newHash func() hash.Hash, secret, body []byte) []byte {
-	m := hmac.New(newHash, secret)
-	m.Write(body)
-	return m.Sum(nil)
+	return scheme.Verify(r, v.keys)
 }
 
 // Resolve implements providers.Resolver: id "{hook id}:{delivery}" (or the
@@ -133,7 +108,7 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 // X-Hub-Signature-256 only (GitHub also sends the legacy SHA-1 header, which
 // Verify never needs when the SHA-256 one is there).
 func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
-	r.Header.Set(HeaderSignature256, "sha256="+hex.EncodeToString(mac(sha256.New, v.secrets[0], r.Body)))
+	scheme.Sign(r, v.keys[0])
 	return nil
 }
 

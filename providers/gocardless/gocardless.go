@@ -11,11 +11,7 @@ package gocardless
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -36,9 +32,13 @@ func init() {
 	providers.Register(Name, func(cfg providers.Config) (providers.Provider, error) { return New(cfg) })
 }
 
+// scheme is how GoCardless signs: lowercase hex; Strict refuses any other
+// spelling.
+var scheme = providers.BodyMAC{Header: Header, Strict: true}
+
 // Verifier is the GoCardless adapter.
 type Verifier struct {
-	secrets [][]byte
+	keys [][]byte
 }
 
 // New returns a GoCardless adapter for cfg.
@@ -49,46 +49,21 @@ func New(cfg providers.Config) (*Verifier, error) {
 	if err := cfg.Decode(&struct{}{}); err != nil {
 		return nil, fmt.Errorf("gocardless: %w", err)
 	}
-	v := &Verifier{}
-	for _, s := range cfg.Secrets {
-		v.secrets = append(v.secrets, []byte(s))
-	}
-	return v, nil
+	return &Verifier{keys: providers.SecretKeys(cfg.Secrets)}, nil
 }
 
 // ParseHeader decodes a Webhook-Signature value: one lowercase hex
 // HMAC-SHA256, as GoCardless sends it.
 func ParseHeader(value string) ([]byte, error) {
-	sig, err := hex.DecodeString(value)
-	if err != nil || len(sig) != sha256.Size || value != strings.ToLower(value) {
-		return nil, fmt.Errorf("%w: %s is not a hex HMAC-SHA256", providers.ErrInvalidSignature, Header)
+	sigs, err := scheme.Parse(value)
+	if err != nil {
+		return nil, err
 	}
-	return sig, nil
-}
-
-func mac(secret, body []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return m.Sum(nil)
+	return sigs[0], nil
 }
 
 // Verify implements providers.Verifier.
-func (v *Verifier) Verify(r *providers.Request) error {
-	value := r.Header.Get(Header)
-	if value == "" {
-		return fmt.Errorf("%w: %s header is required", providers.ErrNoSignature, Header)
-	}
-	sig, err := ParseHeader(value)
-	if err != nil {
-		return err
-	}
-	for _, s := range v.secrets {
-		if hmac.Equal(mac(s, r.Body), sig) {
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: %s does not match", providers.ErrInvalidSignature, Header)
-}
+func (v *Verifier) Verify(r *providers.Request) error { return scheme.Verify(r, v.keys) }
 
 // InvalidSignatureStatus implements providers.SignatureStatuser: 498 Token Invalid.
 func (v *Verifier) InvalidSignatureStatus() int { return StatusTokenInvalid }
@@ -162,7 +137,7 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 // Sign implements providers.Signer with the first secret. now is unused: the
 // scheme has no timestamp.
 func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
-	r.Header.Set(Header, hex.EncodeToString(mac(v.secrets[0], r.Body)))
+	scheme.Sign(r, v.keys[0])
 	return nil
 }
 

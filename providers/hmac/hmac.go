@@ -21,14 +21,8 @@
 package hmac
 
 import (
-	"crypto/hmac"
-	"crypto/sha1" //nolint:gosec // HMAC-SHA1 is still sound; some senders only offer it
-	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/base64"
-	"encoding/hex"
+	"crypto"
 	"fmt"
-	"hash"
 	"net/http"
 	"strconv"
 	"strings"
@@ -81,13 +75,11 @@ type segment struct {
 
 // Verifier is the generic HMAC adapter.
 type Verifier struct {
-	secrets   [][]byte
-	header    string
+	// scheme is the header, algorithm, encoding and prefix of the settings;
+	// the header may carry several signatures.
+	scheme    providers.BodyMAC
+	keys      [][]byte
 	tsHeader  string
-	prefix    string
-	newHash   func() hash.Hash
-	size      int
-	base64    bool
 	template  []segment
 	tolerance time.Duration
 	now       func() time.Time
@@ -103,36 +95,36 @@ func New(cfg providers.Config) (*Verifier, error) {
 		return nil, fmt.Errorf("hmac: %w", err)
 	}
 	v := &Verifier{
-		header:    http.CanonicalHeaderKey(strings.TrimSpace(s.Header)),
+		keys:      providers.SecretKeys(cfg.Secrets),
+		scheme:    providers.BodyMAC{Header: http.CanonicalHeaderKey(strings.TrimSpace(s.Header)), Prefix: s.Prefix, Several: true},
 		tsHeader:  http.CanonicalHeaderKey(strings.TrimSpace(s.TimestampHeader)),
-		prefix:    s.Prefix,
 		tolerance: cfg.Tolerance,
 		now:       cfg.NowFunc(),
 	}
-	if v.header == "" {
+	if v.scheme.Header == "" {
 		return nil, fmt.Errorf("hmac.header: required")
 	}
-	if v.tsHeader != "" && v.tsHeader == v.header {
+	if v.tsHeader != "" && v.tsHeader == v.scheme.Header {
 		return nil, fmt.Errorf("hmac.timestamp_header: must differ from hmac.header")
 	}
 	switch strings.ToLower(s.Algorithm) {
 	case "sha256", "":
-		v.newHash, v.size = sha256.New, sha256.Size
+		v.scheme.Hash = crypto.SHA256
 	case "sha1":
-		v.newHash, v.size = sha1.New, sha1.Size
+		v.scheme.Hash = crypto.SHA1
 	case "sha512":
-		v.newHash, v.size = sha512.New, sha512.Size
+		v.scheme.Hash = crypto.SHA512
 	default:
 		return nil, fmt.Errorf("hmac.algorithm: %q is not one of sha1, sha256, sha512", s.Algorithm)
 	}
 	switch strings.ToLower(s.Encoding) {
 	case "hex", "":
 	case "base64":
-		v.base64 = true
+		v.scheme.Encoding = providers.Base64
 	default:
 		return nil, fmt.Errorf("hmac.encoding: %q is not one of hex, base64", s.Encoding)
 	}
-	if strings.ContainsAny(v.prefix, ", \t") {
+	if strings.ContainsAny(v.scheme.Prefix, ", \t") {
 		return nil, fmt.Errorf("hmac.prefix: must not contain commas or spaces (they separate signatures)")
 	}
 	tmpl := s.Template
@@ -156,9 +148,6 @@ func New(cfg providers.Config) (*Verifier, error) {
 	}
 	if v.tsHeader != "" && v.tolerance == 0 {
 		v.tolerance = DefaultTolerance
-	}
-	for _, secret := range cfg.Secrets {
-		v.secrets = append(v.secrets, []byte(secret))
 	}
 	return v, nil
 }
@@ -194,19 +183,20 @@ func parseTemplate(tmpl string) []segment {
 	return segs
 }
 
-func (v *Verifier) mac(secret []byte, ts string, body []byte) []byte {
-	m := hmac.New(v.newHash, secret)
-	for _, seg := range v.template {
+// message returns the signed content for ts and body: the template's parts.
+func (v *Verifier) message(ts string, body []byte) [][]byte {
+	parts := make([][]byte, len(v.template))
+	for i, seg := range v.template {
 		switch {
 		case seg.body:
-			m.Write(body)
+			parts[i] = body
 		case seg.stamp:
-			m.Write([]byte(ts))
+			parts[i] = []byte(ts)
 		default:
-			m.Write([]byte(seg.literal))
+			parts[i] = []byte(seg.literal)
 		}
 	}
-	return m.Sum(nil)
+	return parts
 }
 
 // ParseSignatures returns the decoded signatures in a signature header value:
@@ -214,33 +204,15 @@ func (v *Verifier) mac(secret []byte, ts string, body []byte) []byte {
 // the encoded MAC. Entries without the prefix, that do not decode, or that
 // are not the algorithm's size are skipped.
 func (v *Verifier) ParseSignatures(value string) [][]byte {
-	var sigs [][]byte
-	fields := strings.FieldsFunc(value, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
-	for _, f := range fields {
-		enc, ok := strings.CutPrefix(f, v.prefix)
-		if !ok {
-			continue
-		}
-		var sig []byte
-		var err error
-		if v.base64 {
-			sig, err = base64.StdEncoding.DecodeString(enc)
-		} else {
-			sig, err = hex.DecodeString(enc)
-		}
-		if err != nil || len(sig) != v.size {
-			continue
-		}
-		sigs = append(sigs, sig)
-	}
+	sigs, _ := v.scheme.Parse(value)
 	return sigs
 }
 
 // Verify implements providers.Verifier.
 func (v *Verifier) Verify(r *providers.Request) error {
-	value := r.Header.Get(v.header)
+	value := r.Header.Get(v.scheme.Header)
 	if value == "" {
-		return fmt.Errorf("%w: %s header is required", providers.ErrNoSignature, v.header)
+		return fmt.Errorf("%w: %s header is required", providers.ErrNoSignature, v.scheme.Header)
 	}
 	var ts string
 	if v.tsHeader != "" {
@@ -256,19 +228,14 @@ func (v *Verifier) Verify(r *providers.Request) error {
 			return fmt.Errorf("%w (tolerance %s)", err, v.tolerance)
 		}
 	}
-	sigs := v.ParseSignatures(value)
-	if len(sigs) == 0 {
-		return fmt.Errorf("%w: no usable signature in %s", providers.ErrInvalidSignature, v.header)
+	sigs, err := v.scheme.Parse(value)
+	if err != nil {
+		return err
 	}
-	for _, secret := range v.secrets {
-		want := v.mac(secret, ts, r.Body)
-		for _, sig := range sigs {
-			if hmac.Equal(want, sig) {
-				return nil
-			}
-		}
+	if !v.scheme.Match(v.keys, sigs, v.message(ts, r.Body)...) {
+		return fmt.Errorf("%w: %s does not match", providers.ErrInvalidSignature, v.scheme.Header)
 	}
-	return fmt.Errorf("%w: %s does not match", providers.ErrInvalidSignature, v.header)
+	return nil
 }
 
 // Resolve implements providers.Resolver. The generic scheme has no default
@@ -286,19 +253,14 @@ func (v *Verifier) Sign(r *providers.Request, now time.Time) error {
 		ts = strconv.FormatInt(now.Unix(), 10)
 		r.Header.Set(v.tsHeader, ts)
 	}
-	sig := v.mac(v.secrets[0], ts, r.Body)
-	enc := hex.EncodeToString(sig)
-	if v.base64 {
-		enc = base64.StdEncoding.EncodeToString(sig)
-	}
-	r.Header.Set(v.header, v.prefix+enc)
+	r.Header.Set(v.scheme.Header, v.scheme.Signature(v.keys[0], v.message(ts, r.Body)...))
 	return nil
 }
 
 // Describe implements providers.Describer. DefaultEventID is empty: sources
 // must configure event_id.
 func (v *Verifier) Describe() providers.Description {
-	d := providers.Description{Headers: []string{v.header}}
+	d := providers.Description{Headers: []string{v.scheme.Header}}
 	if v.tsHeader != "" {
 		d.Headers = append(d.Headers, v.tsHeader)
 		d.DefaultTolerance = DefaultTolerance

@@ -15,9 +15,6 @@
 package lemonsqueezy
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -42,9 +39,13 @@ func init() {
 	providers.Register(Name, func(cfg providers.Config) (providers.Provider, error) { return New(cfg) })
 }
 
+// scheme is how Lemon Squeezy signs: lowercase hex; Strict refuses any other
+// spelling, as comparing the hex text would.
+var scheme = providers.BodyMAC{Header: Header, Strict: true}
+
 // Verifier is the Lemon Squeezy adapter.
 type Verifier struct {
-	secrets [][]byte
+	keys [][]byte
 }
 
 // New returns a Lemon Squeezy adapter for cfg.
@@ -55,34 +56,11 @@ func New(cfg providers.Config) (*Verifier, error) {
 	if err := cfg.Decode(&struct{}{}); err != nil {
 		return nil, fmt.Errorf("lemonsqueezy: %w", err)
 	}
-	v := &Verifier{}
-	for _, s := range cfg.Secrets {
-		v.secrets = append(v.secrets, []byte(s))
-	}
-	return v, nil
-}
-
-func mac(secret, body []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return hex.EncodeToString(m.Sum(nil))
+	return &Verifier{keys: providers.SecretKeys(cfg.Secrets)}, nil
 }
 
 // Verify implements providers.Verifier.
-func (v *Verifier) Verify(r *providers.Request) error {
-	sig := r.Header.Get(Header)
-	if sig == "" {
-		return fmt.Errorf("%w: %s header is required", providers.ErrNoSignature, Header)
-	}
-	// Lemon Squeezy sends lowercase hex; comparing the hex text rejects any
-	// other spelling.
-	for _, secret := range v.secrets {
-		if hmac.Equal([]byte(mac(secret, r.Body)), []byte(sig)) {
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: %s does not match", providers.ErrInvalidSignature, Header)
-}
+func (v *Verifier) Verify(r *providers.Request) error { return scheme.Verify(r, v.keys) }
 
 // Resolve implements providers.Resolver with the composite id.
 func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
@@ -106,7 +84,7 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 
 // Sign implements providers.Signer with the first secret.
 func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
-	r.Header.Set(Header, mac(v.secrets[0], r.Body))
+	scheme.Sign(r, v.keys[0])
 	return nil
 }
 

@@ -26,7 +26,7 @@
 package mercadopago
 
 import (
-	"crypto/hmac"
+	"crypto"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -60,7 +60,7 @@ func init() {
 
 // Verifier is the Mercado Pago adapter.
 type Verifier struct {
-	secrets   [][]byte
+	keys      [][]byte
 	tolerance time.Duration
 	now       func() time.Time
 }
@@ -73,12 +73,9 @@ func New(cfg providers.Config) (*Verifier, error) {
 	if err := cfg.Decode(&struct{}{}); err != nil {
 		return nil, fmt.Errorf("mercadopago: %w", err)
 	}
-	v := &Verifier{tolerance: cfg.Tolerance, now: cfg.NowFunc()}
+	v := &Verifier{keys: providers.SecretKeys(cfg.Secrets), tolerance: cfg.Tolerance, now: cfg.NowFunc()}
 	if v.tolerance == 0 {
 		v.tolerance = DefaultTolerance
-	}
-	for _, s := range cfg.Secrets {
-		v.secrets = append(v.secrets, []byte(s))
 	}
 	return v, nil
 }
@@ -152,12 +149,6 @@ func Manifest(r *providers.Request, ts string) string {
 	return b.String()
 }
 
-func mac(secret []byte, manifest string) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(manifest))
-	return m.Sum(nil)
-}
-
 // Verify implements providers.Verifier.
 func (v *Verifier) Verify(r *providers.Request) error {
 	value := r.Header.Get(Header)
@@ -171,16 +162,10 @@ func (v *Verifier) Verify(r *providers.Request) error {
 	if err := providers.CheckTimestamp(at, v.now(), v.tolerance); err != nil {
 		return fmt.Errorf("%w (tolerance %s)", err, v.tolerance)
 	}
-	manifest := Manifest(r, ts)
-	for _, secret := range v.secrets {
-		want := mac(secret, manifest)
-		for _, sig := range sigs {
-			if hmac.Equal(want, sig) {
-				return nil
-			}
-		}
+	if !providers.MatchHMAC(crypto.SHA256, v.keys, sigs, []byte(Manifest(r, ts))) {
+		return fmt.Errorf("%w: no v1 signature matches", providers.ErrInvalidSignature)
 	}
-	return fmt.Errorf("%w: no v1 signature matches", providers.ErrInvalidSignature)
+	return nil
 }
 
 // Resolve implements providers.Resolver: id (else data.id:type), type (else
@@ -215,7 +200,7 @@ func (v *Verifier) Sign(r *providers.Request, now time.Time) error {
 		r.Header.Set(RequestIDHeader, strings.ToLower(rand.Text()))
 	}
 	ts := strconv.FormatInt(now.UnixMilli(), 10)
-	r.Header.Set(Header, "ts="+ts+",v1="+hex.EncodeToString(mac(v.secrets[0], Manifest(r, ts))))
+	r.Header.Set(Header, "ts="+ts+",v1="+hex.EncodeToString(providers.HMAC(crypto.SHA256, v.keys[0], []byte(Manifest(r, ts)))))
 	return nil
 }
 

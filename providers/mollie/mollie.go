@@ -36,9 +36,6 @@
 package mollie
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -68,9 +65,17 @@ func init() {
 // allow_unsigned nor secrets.
 var ErrUnsignedNotAllowed = errors.New("mollie.allow_unsigned: classic Mollie webhooks are unsigned; set allow_unsigned: true to accept them, and have your handler fetch the resource by id from the Mollie API before acting")
 
+// scheme and prefixedScheme are how Mollie writes X-Mollie-Signature:
+// lowercase hex, bare as Mollie documents it, or ⚠ (not confirmed) after the
+// "sha256=" common to such headers. Strict refuses any other spelling.
+var (
+	scheme         = providers.BodyMAC{Header: Header, Strict: true}
+	prefixedScheme = providers.BodyMAC{Header: Header, Strict: true, Prefix: "sha256="}
+)
+
 // Verifier is the Mollie adapter.
 type Verifier struct {
-	secrets       [][]byte
+	keys          [][]byte
 	allowUnsigned bool
 }
 
@@ -83,17 +88,7 @@ func New(cfg providers.Config) (*Verifier, error) {
 	if !s.AllowUnsigned && len(cfg.Secrets) == 0 {
 		return nil, ErrUnsignedNotAllowed
 	}
-	v := &Verifier{allowUnsigned: s.AllowUnsigned}
-	for _, sec := range cfg.Secrets {
-		v.secrets = append(v.secrets, []byte(sec))
-	}
-	return v, nil
-}
-
-func mac(secret, body []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return hex.EncodeToString(m.Sum(nil))
+	return &Verifier{keys: providers.SecretKeys(cfg.Secrets), allowUnsigned: s.AllowUnsigned}, nil
 }
 
 // Verify implements providers.Verifier. With allow_unsigned, a delivery
@@ -107,20 +102,15 @@ func (v *Verifier) Verify(r *providers.Request) error {
 		}
 		return fmt.Errorf("%w: %s header is required (classic Mollie webhooks are unsigned: set mollie.allow_unsigned: true to accept them)", providers.ErrNoSignature, Header)
 	}
-	if len(v.secrets) == 0 {
+	if len(v.keys) == 0 {
 		// Nothing to check it against; the delivery is as good as unsigned,
 		// which allow_unsigned (required without secrets) accepts.
 		return nil
 	}
-	// ⚠ The prefix is not confirmed; accept the bare hex Mollie documents and
-	// the "sha256=" form common to such headers. Lowercase hex only.
-	sig = strings.TrimPrefix(sig, "sha256=")
-	for _, secret := range v.secrets {
-		if hmac.Equal([]byte(mac(secret, r.Body)), []byte(sig)) {
-			return nil
-		}
+	if strings.HasPrefix(sig, prefixedScheme.Prefix) {
+		return prefixedScheme.Verify(r, v.keys)
 	}
-	return fmt.Errorf("%w: %s does not match", providers.ErrInvalidSignature, Header)
+	return scheme.Verify(r, v.keys)
 }
 
 // Resolve implements providers.Resolver. A form body (classic) yields the
@@ -156,10 +146,10 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 // with the first secret. A source without secrets cannot sign (classic
 // deliveries need no signature: send them as they are).
 func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
-	if len(v.secrets) == 0 {
+	if len(v.keys) == 0 {
 		return fmt.Errorf("mollie: no secret to sign with (classic Mollie webhooks are unsigned)")
 	}
-	r.Header.Set(Header, mac(v.secrets[0], r.Body))
+	scheme.Sign(r, v.keys[0])
 	return nil
 }
 

@@ -11,7 +11,7 @@
 package paddle
 
 import (
-	"crypto/hmac"
+	"crypto"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -37,7 +37,7 @@ func init() {
 
 // Verifier is the Paddle adapter.
 type Verifier struct {
-	secrets   [][]byte
+	keys      [][]byte
 	tolerance time.Duration
 	now       func() time.Time
 }
@@ -50,12 +50,9 @@ func New(cfg providers.Config) (*Verifier, error) {
 	if err := cfg.Decode(&struct{}{}); err != nil {
 		return nil, fmt.Errorf("paddle: %w", err)
 	}
-	v := &Verifier{tolerance: cfg.Tolerance, now: cfg.NowFunc()}
+	v := &Verifier{keys: providers.SecretKeys(cfg.Secrets), tolerance: cfg.Tolerance, now: cfg.NowFunc()}
 	if v.tolerance == 0 {
 		v.tolerance = DefaultTolerance
-	}
-	for _, s := range cfg.Secrets {
-		v.secrets = append(v.secrets, []byte(s))
 	}
 	return v, nil
 }
@@ -106,13 +103,8 @@ func isDigits(s string) bool {
 	return true
 }
 
-func mac(secret []byte, ts string, body []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(ts))
-	m.Write([]byte{':'})
-	m.Write(body)
-	return m.Sum(nil)
-}
+// signed is what the signature covers before the body: "<ts>:".
+func signed(ts string) []byte { return []byte(ts + ":") }
 
 // Verify implements providers.Verifier.
 func (v *Verifier) Verify(r *providers.Request) error {
@@ -131,15 +123,10 @@ func (v *Verifier) Verify(r *providers.Request) error {
 	if err := providers.CheckTimestamp(time.Unix(n, 0), v.now(), v.tolerance); err != nil {
 		return fmt.Errorf("%w (tolerance %s)", err, v.tolerance)
 	}
-	for _, secret := range v.secrets {
-		want := mac(secret, ts, r.Body)
-		for _, sig := range sigs {
-			if hmac.Equal(want, sig) {
-				return nil
-			}
-		}
+	if !providers.MatchHMAC(crypto.SHA256, v.keys, sigs, signed(ts), r.Body) {
+		return fmt.Errorf("%w: no h1 signature matches", providers.ErrInvalidSignature)
 	}
-	return fmt.Errorf("%w: no h1 signature matches", providers.ErrInvalidSignature)
+	return nil
 }
 
 // Resolve implements providers.Resolver: event_id, event_type, occurred_at.
@@ -161,7 +148,7 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 // Sign implements providers.Signer with the first secret.
 func (v *Verifier) Sign(r *providers.Request, now time.Time) error {
 	ts := strconv.FormatInt(now.Unix(), 10)
-	r.Header.Set(Header, "ts="+ts+";h1="+hex.EncodeToString(mac(v.secrets[0], ts, r.Body)))
+	r.Header.Set(Header, "ts="+ts+";h1="+hex.EncodeToString(providers.HMAC(crypto.SHA256, v.keys[0], signed(ts), r.Body)))
 	return nil
 }
 

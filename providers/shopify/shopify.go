@@ -9,9 +9,6 @@
 package shopify
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"strings"
 	"time"
@@ -37,9 +34,16 @@ func init() {
 	providers.Register(Name, func(cfg providers.Config) (providers.Provider, error) { return New(cfg) })
 }
 
+// scheme and eventsScheme are how Shopify writes its two headers: standard
+// base64, white space around it ignored.
+var (
+	scheme       = providers.BodyMAC{Header: HeaderHMAC, Encoding: providers.Base64}
+	eventsScheme = providers.BodyMAC{Header: HeaderHMACEvents, Encoding: providers.Base64}
+)
+
 // Verifier is the Shopify adapter.
 type Verifier struct {
-	secrets [][]byte
+	keys [][]byte
 }
 
 // New returns a Shopify adapter for cfg. cfg.Tolerance is accepted and
@@ -51,49 +55,27 @@ func New(cfg providers.Config) (*Verifier, error) {
 	if err := cfg.Decode(&struct{}{}); err != nil {
 		return nil, fmt.Errorf("shopify: %w", err)
 	}
-	v := &Verifier{}
-	for _, s := range cfg.Secrets {
-		v.secrets = append(v.secrets, []byte(s))
-	}
-	return v, nil
+	return &Verifier{keys: providers.SecretKeys(cfg.Secrets)}, nil
 }
 
 // ParseSignature decodes a signature header value: the standard (padded)
 // base64 of 32 bytes. Anything else is an error wrapping
 // providers.ErrInvalidSignature.
 func ParseSignature(value string) ([]byte, error) {
-	sig, err := base64.StdEncoding.DecodeString(strings.TrimSpace(value))
-	if err != nil || len(sig) != sha256.Size {
-		return nil, fmt.Errorf("%w: want the base64 of an HMAC-SHA256", providers.ErrInvalidSignature)
-	}
-	return sig, nil
-}
-
-func mac(secret, body []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return m.Sum(nil)
-}
-
-// Verify implements providers.Verifier.
-func (v *Verifier) Verify(r *providers.Request) error {
-	value := r.Header.Get(HeaderHMAC)
-	if value == "" {
-		value = r.Header.Get(HeaderHMACEvents)
-	}
-	if value == "" {
-		return fmt.Errorf("%w: %s header is required", providers.ErrNoSignature, HeaderHMAC)
-	}
-	sig, err := ParseSignature(value)
+	sigs, err := scheme.Parse(value)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, secret := range v.secrets {
-		if hmac.Equal(mac(secret, r.Body), sig) {
-			return nil
-		}
+	return sigs[0], nil
+}
+
+// Verify implements providers.Verifier. Shopify-Hmac-Sha256 is read only
+// without X-Shopify-Hmac-Sha256.
+func (v *Verifier) Verify(r *providers.Request) error {
+	if r.Header.Get(HeaderHMAC) == "" && r.Header.Get(HeaderHMACEvents) != "" {
+		return eventsScheme.Verify(r, v.keys)
 	}
-	return fmt.Errorf("%w: %s does not match", providers.ErrInvalidSignature, HeaderHMAC)
+	return scheme.Verify(r, v.keys)
 }
 
 // Resolve implements providers.Resolver from the headers only: the body is not
@@ -112,7 +94,7 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 
 // Sign implements providers.Signer with the first secret (X-Shopify-Hmac-Sha256).
 func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
-	r.Header.Set(HeaderHMAC, base64.StdEncoding.EncodeToString(mac(v.secrets[0], r.Body)))
+	scheme.Sign(r, v.keys[0])
 	return nil
 }
 

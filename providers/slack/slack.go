@@ -13,14 +13,10 @@
 package slack
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -47,9 +43,13 @@ func init() {
 	providers.Register(Name, func(cfg providers.Config) (providers.Provider, error) { return New(cfg) })
 }
 
+// scheme is how Slack writes X-Slack-Signature: "v0=" and hex (read in either
+// case). What it signs is signed(timestamp) followed by the body.
+var scheme = providers.BodyMAC{Header: HeaderSignature, Prefix: Version + "="}
+
 // Verifier is the Slack adapter.
 type Verifier struct {
-	secrets   [][]byte
+	keys      [][]byte
 	tolerance time.Duration
 	now       func() time.Time
 }
@@ -62,12 +62,9 @@ func New(cfg providers.Config) (*Verifier, error) {
 	if err := cfg.Decode(&struct{}{}); err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
-	v := &Verifier{tolerance: cfg.Tolerance, now: cfg.NowFunc()}
+	v := &Verifier{keys: providers.SecretKeys(cfg.Secrets), tolerance: cfg.Tolerance, now: cfg.NowFunc()}
 	if v.tolerance == 0 {
 		v.tolerance = DefaultTolerance
-	}
-	for _, s := range cfg.Secrets {
-		v.secrets = append(v.secrets, []byte(s))
 	}
 	return v, nil
 }
@@ -76,25 +73,16 @@ func New(cfg providers.Config) (*Verifier, error) {
 // version, 32 bytes). Anything else is an error wrapping
 // providers.ErrInvalidSignature.
 func ParseSignature(value string) ([]byte, error) {
-	version, hexSig, ok := strings.Cut(strings.TrimSpace(value), "=")
-	if !ok || version != Version {
-		return nil, fmt.Errorf("%w: want %s=<hex> in %s", providers.ErrInvalidSignature, Version, HeaderSignature)
+	sigs, err := scheme.Parse(value)
+	if err != nil {
+		return nil, err
 	}
-	sig, err := hex.DecodeString(hexSig)
-	if err != nil || len(sig) != sha256.Size {
-		return nil, fmt.Errorf("%w: want %s=<hex> in %s", providers.ErrInvalidSignature, Version, HeaderSignature)
-	}
-	return sig, nil
+	return sigs[0], nil
 }
 
-func mac(secret []byte, ts string, body []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(Version + ":"))
-	m.Write([]byte(ts))
-	m.Write([]byte{':'})
-	m.Write(body)
-	return m.Sum(nil)
-}
+// signed is what the signature covers before the body: the version and the
+// timestamp as sent (slack-go signs it as sent too).
+func signed(ts string) []byte { return []byte(Version + ":" + ts + ":") }
 
 // Verify implements providers.Verifier.
 func (v *Verifier) Verify(r *providers.Request) error {
@@ -110,20 +98,17 @@ func (v *Verifier) Verify(r *providers.Request) error {
 	if err != nil {
 		return fmt.Errorf("%w: bad %s", providers.ErrInvalidSignature, HeaderTimestamp)
 	}
-	sig, err := ParseSignature(value)
+	sigs, err := scheme.Parse(value)
 	if err != nil {
 		return err
 	}
 	if err := providers.CheckTimestamp(time.Unix(ts, 0), v.now(), v.tolerance); err != nil {
 		return fmt.Errorf("%w (tolerance %s)", err, v.tolerance)
 	}
-	// The timestamp is signed as sent (slack-go does the same).
-	for _, secret := range v.secrets {
-		if hmac.Equal(mac(secret, tsValue, r.Body), sig) {
-			return nil
-		}
+	if !scheme.Match(v.keys, sigs, signed(tsValue), r.Body) {
+		return fmt.Errorf("%w: %s does not match", providers.ErrInvalidSignature, HeaderSignature)
 	}
-	return fmt.Errorf("%w: %s does not match", providers.ErrInvalidSignature, HeaderSignature)
+	return nil
 }
 
 // Resolve implements providers.Resolver for Events API deliveries.
@@ -172,7 +157,7 @@ func (v *Verifier) Respond(r *providers.Request) (status int, body []byte, handl
 func (v *Verifier) Sign(r *providers.Request, now time.Time) error {
 	ts := strconv.FormatInt(now.Unix(), 10)
 	r.Header.Set(HeaderTimestamp, ts)
-	r.Header.Set(HeaderSignature, Version+"="+hex.EncodeToString(mac(v.secrets[0], ts, r.Body)))
+	r.Header.Set(HeaderSignature, scheme.Signature(v.keys[0], signed(ts), r.Body))
 	return nil
 }
 

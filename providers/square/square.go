@@ -11,9 +11,6 @@
 package square
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"net/url"
 	"time"
@@ -38,10 +35,14 @@ type Settings struct {
 	NotificationURL string `yaml:"notification_url"`
 }
 
+// scheme is how Square writes its signature: canonical base64 (Strict). What
+// it signs is the notification URL followed by the body.
+var scheme = providers.BodyMAC{Header: Header, Encoding: providers.Base64, Strict: true}
+
 // Verifier is the Square adapter.
 type Verifier struct {
-	secrets [][]byte
-	url     []byte
+	keys [][]byte
+	url  []byte
 }
 
 // New returns a Square adapter for cfg.
@@ -60,28 +61,17 @@ func New(cfg providers.Config) (*Verifier, error) {
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("square.notification_url: want an absolute https URL, as configured at Square")
 	}
-	v := &Verifier{url: []byte(s.NotificationURL)}
-	for _, s := range cfg.Secrets {
-		v.secrets = append(v.secrets, []byte(s))
-	}
-	return v, nil
+	return &Verifier{keys: providers.SecretKeys(cfg.Secrets), url: []byte(s.NotificationURL)}, nil
 }
 
 // ParseHeader decodes a signature header value: one base64 HMAC-SHA256 in
 // canonical (padded, standard-alphabet) form.
 func ParseHeader(value string) ([]byte, error) {
-	sig, err := base64.StdEncoding.DecodeString(value)
-	if err != nil || len(sig) != sha256.Size || base64.StdEncoding.EncodeToString(sig) != value {
-		return nil, fmt.Errorf("%w: %s is not a base64 HMAC-SHA256", providers.ErrInvalidSignature, Header)
+	sigs, err := scheme.Parse(value)
+	if err != nil {
+		return nil, err
 	}
-	return sig, nil
-}
-
-func (v *Verifier) mac(secret, body []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write(v.url)
-	m.Write(body)
-	return m.Sum(nil)
+	return sigs[0], nil
 }
 
 // Verify implements providers.Verifier.
@@ -90,14 +80,12 @@ func (v *Verifier) Verify(r *providers.Request) error {
 	if value == "" {
 		return fmt.Errorf("%w: %s header is required", providers.ErrNoSignature, Header)
 	}
-	sig, err := ParseHeader(value)
+	sigs, err := scheme.Parse(value)
 	if err != nil {
 		return err
 	}
-	for _, s := range v.secrets {
-		if hmac.Equal(v.mac(s, r.Body), sig) {
-			return nil
-		}
+	if scheme.Match(v.keys, sigs, v.url, r.Body) {
+		return nil
 	}
 	return fmt.Errorf("%w: %s does not match (is square.notification_url exactly the subscription's URL?)", providers.ErrInvalidSignature, Header)
 }
@@ -121,7 +109,7 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 // Sign implements providers.Signer with the first secret. now is unused: the
 // scheme has no timestamp.
 func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
-	r.Header.Set(Header, base64.StdEncoding.EncodeToString(v.mac(v.secrets[0], r.Body)))
+	r.Header.Set(Header, scheme.Signature(v.keys[0], v.url, r.Body))
 	return nil
 }
 

@@ -6,7 +6,7 @@
 package stripe
 
 import (
-	"crypto/hmac"
+	"crypto"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -32,7 +32,7 @@ func init() {
 
 // Verifier is the Stripe adapter.
 type Verifier struct {
-	secrets   [][]byte
+	keys      [][]byte
 	tolerance time.Duration
 	now       func() time.Time
 }
@@ -45,12 +45,9 @@ func New(cfg providers.Config) (*Verifier, error) {
 	if err := cfg.Decode(&struct{}{}); err != nil {
 		return nil, fmt.Errorf("stripe: %w", err)
 	}
-	v := &Verifier{tolerance: cfg.Tolerance, now: cfg.NowFunc()}
+	v := &Verifier{keys: providers.SecretKeys(cfg.Secrets), tolerance: cfg.Tolerance, now: cfg.NowFunc()}
 	if v.tolerance == 0 {
 		v.tolerance = DefaultTolerance
-	}
-	for _, s := range cfg.Secrets {
-		v.secrets = append(v.secrets, []byte(s))
 	}
 	return v, nil
 }
@@ -88,13 +85,8 @@ func ParseHeader(value string) (ts int64, v1 [][]byte, err error) {
 	return ts, v1, nil
 }
 
-func mac(secret []byte, ts int64, body []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write(strconv.AppendInt(nil, ts, 10))
-	m.Write([]byte{'.'})
-	m.Write(body)
-	return m.Sum(nil)
-}
+// signed is what the signature covers before the body: "<t>.".
+func signed(ts int64) []byte { return append(strconv.AppendInt(nil, ts, 10), '.') }
 
 // Verify implements providers.Verifier.
 func (v *Verifier) Verify(r *providers.Request) error {
@@ -109,15 +101,10 @@ func (v *Verifier) Verify(r *providers.Request) error {
 	if err := providers.CheckTimestamp(time.Unix(ts, 0), v.now(), v.tolerance); err != nil {
 		return fmt.Errorf("%w (tolerance %s)", err, v.tolerance)
 	}
-	for _, secret := range v.secrets {
-		want := mac(secret, ts, r.Body)
-		for _, sig := range sigs {
-			if hmac.Equal(want, sig) {
-				return nil
-			}
-		}
+	if !providers.MatchHMAC(crypto.SHA256, v.keys, sigs, signed(ts), r.Body) {
+		return fmt.Errorf("%w: no v1 signature matches", providers.ErrInvalidSignature)
 	}
-	return fmt.Errorf("%w: no v1 signature matches", providers.ErrInvalidSignature)
+	return nil
 }
 
 // Resolve implements providers.Resolver: id, type and created.
@@ -139,7 +126,7 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 // Sign implements providers.Signer with the first secret.
 func (v *Verifier) Sign(r *providers.Request, now time.Time) error {
 	ts := now.Unix()
-	r.Header.Set(Header, "t="+strconv.FormatInt(ts, 10)+",v1="+hex.EncodeToString(mac(v.secrets[0], ts, r.Body)))
+	r.Header.Set(Header, "t="+strconv.FormatInt(ts, 10)+",v1="+hex.EncodeToString(providers.HMAC(crypto.SHA256, v.keys[0], signed(ts), r.Body)))
 	return nil
 }
 
