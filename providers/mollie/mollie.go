@@ -155,5 +155,5 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 
 // Describe implements providers.Describer.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "form:id"}
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "form:id, else json:id"}
 }

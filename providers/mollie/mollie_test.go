@@ -126,7 +126,7 @@ func TestClassicWithoutSecrets(t *testing.T) {
 	require.NoError(t, p.Verify(req))
 
 	require.Error(t, p.Sign(classic("tr_1"), time.Time{}), "no secret to sign with")
-	require.Equal(t, "form:id", p.Describe().DefaultEventID)
+	require.Equal(t, "form:id, else json:id", p.Describe().DefaultEventID)
 }
 
 // TestAllowUnsignedWithSecrets: unsigned deliveries pass, but a signature that

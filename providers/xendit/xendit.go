@@ -111,5 +111,5 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 
 // Describe implements providers.Describer.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "header:webhook-id"}
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "header:webhook-id, else json:id"}
 }
