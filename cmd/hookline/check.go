@@ -122,6 +122,9 @@ func cmdProviders(stdout io.Writer) error {
 		if headers == "" {
 			headers = "(in the body)"
 		}
+		if len(d.FallbackHeaders) > 0 {
+			headers += " (fallback: " + strings.Join(d.FallbackHeaders, ", ") + ")"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, headers, id, tol, map[bool]string{true: "yes", false: "no"}[signs])
 	}
 	return tw.Flush()
