@@ -44,10 +44,22 @@ func (EventArgs) InsertOpts() river.InsertOpts {
 	}
 }
 
-// InsertOptsFor returns the insert options of an event job for a source whose
-// destination allows maxAttempts attempts per budget.
+// RiverMaxAttempts is River's own cap on an event job's attempts. It is not
+// the destination's max_attempts: River counts every fetch of the job, also
+// those that never reached the destination (a worker killed before its
+// claim, a database error, a snooze after a crash). hookline counts
+// destination attempts itself (hookline_events.job_attempts) and moves the
+// event to the dead set when the source's max_attempts is used up; River's
+// cap only stops a job that could never make progress, and the clean-up
+// sweep re-enqueues an event whose job ended without an outcome.
+const RiverMaxAttempts = 1000
+
+// InsertOptsFor returns the insert options of an event job. maxAttempts, the
+// source's destination.max_attempts, is enforced by the worker against
+// hookline's own count (see RiverMaxAttempts); River gets a cap high enough
+// never to end a job that still has budget.
 func InsertOptsFor(maxAttempts int) *river.InsertOpts {
 	o := EventArgs{}.InsertOpts()
-	o.MaxAttempts = maxAttempts
+	o.MaxAttempts = max(RiverMaxAttempts, maxAttempts*4)
 	return &o
 }

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -143,8 +144,62 @@ func (w *CleanupWorker) Work(ctx context.Context, _ *river.Job[CleanupArgs]) err
 			break
 		}
 	}
-	if claims+deliveries > 0 {
-		w.Logger.Info("clean-up", "expired_claims", claims, "pruned_deliveries", deliveries)
+	requeued, err := w.requeueStranded(ctx)
+	if err != nil {
+		return err
+	}
+	if claims+deliveries+int64(requeued) > 0 {
+		w.Logger.Info("clean-up", "expired_claims", claims, "pruned_deliveries", deliveries, "requeued_stranded", requeued)
 	}
 	return nil
+}
+
+// strandedAfter is how long an unfinished event may go without an active job
+// before the sweep re-enqueues it. Ingest inserts an event's job in the
+// event's own transaction and the worker ends it in the transaction that
+// records the outcome, so an unfinished event without an active job is
+// stranded (say a job cancelled from River UI); the delay only keeps the
+// sweep away from transactions in flight.
+const strandedAfter = time.Minute
+
+// requeueStranded re-enqueues unfinished events (queued or processing) that
+// have no active job: nothing disappears silently (CONTRACT.md §1, promise 5).
+func (w *CleanupWorker) requeueStranded(ctx context.Context) (int, error) {
+	rows, err := w.Pool.Query(ctx, `SELECT e.source, e.event_id FROM hookline_events e
+		WHERE e.state IN ('queued', 'processing') AND e.queued_at < now() - $1::bigint * interval '1 microsecond'
+		  AND NOT EXISTS (SELECT 1 FROM river_job j
+			WHERE j.kind = 'hookline.event'
+			  AND j.args @> jsonb_build_object('source', e.source, 'event_id', e.event_id)
+			  AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled'))
+		ORDER BY e.queued_at LIMIT 500`, strandedAfter.Microseconds())
+	if err != nil {
+		return 0, err
+	}
+	var params []river.InsertManyParams
+	for rows.Next() {
+		var a EventArgs
+		if err := rows.Scan(&a.Source, &a.EventID); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		params = append(params, river.InsertManyParams{Args: a, InsertOpts: InsertOptsFor(0)})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(params) == 0 {
+		return 0, err
+	}
+	client := river.ClientFromContext[pgx.Tx](ctx)
+	res, err := client.InsertMany(ctx, params)
+	if err != nil {
+		return 0, fmt.Errorf("requeue stranded events: %w", err)
+	}
+	n := 0
+	for i, r := range res {
+		if !r.UniqueSkippedAsDuplicate {
+			n++
+			w.Logger.Warn("re-enqueued an event left without a job", "source", params[i].Args.(EventArgs).Source,
+				"event_id", params[i].Args.(EventArgs).EventID, "job_id", r.Job.ID)
+		}
+	}
+	return n, nil
 }

@@ -340,15 +340,16 @@ func (d *DeadSet) retryTx(ctx context.Context, tx pgx.Tx, id int64) (*Retried, e
 		return r, nil
 	}
 	// Join the active job: the override travels in its args (read afresh by
-	// every attempt), the budget is topped up to a fresh max_attempts from
-	// its current attempt, and River's own retry makes a scheduled or
-	// retryable job available now (it leaves a running job alone).
+	// every attempt), the budget starts afresh (hookline counts it in
+	// hookline_events.job_attempts), and River's own retry makes a scheduled
+	// or retryable job available now (it leaves a running job alone).
 	r.Joined = true
 	override, _ := json.Marshal(r.OverrideBefore)
-	if _, err := tx.Exec(ctx, `UPDATE river_job SET
-			args = jsonb_set(args, '{override_before}', $2::jsonb),
-			max_attempts = GREATEST(max_attempts, attempt + $3)
-		WHERE id = $1`, r.JobID, string(override), maxAttempts); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE river_job SET args = jsonb_set(args, '{override_before}', $2::jsonb) WHERE id = $1`,
+		r.JobID, string(override)); err != nil {
+		return nil, fmt.Errorf("join job %d: %w", r.JobID, err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE hookline_events SET job_attempts = 0 WHERE source = $1 AND event_id = $2`, r.Source, r.EventID); err != nil {
 		return nil, fmt.Errorf("join job %d: %w", r.JobID, err)
 	}
 	if res.Job.State != rivertype.JobStateRunning {

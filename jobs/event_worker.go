@@ -170,7 +170,10 @@ func holder(job *river.Job[EventArgs]) string {
 func (w *EventWorker) Work(ctx context.Context, job *river.Job[EventArgs]) error {
 	src := w.sources[job.Args.Source]
 	if src == nil {
-		return river.JobCancel(fmt.Errorf("source %q is not configured on this worker", job.Args.Source))
+		// Not cancelled: during a rolling deploy that adds a source, a worker
+		// with the old configuration must leave the event to one that has it.
+		w.log.Warn("source not configured on this worker; snoozing", "source", job.Args.Source, "event_id", job.Args.EventID)
+		return river.JobSnooze(30 * time.Second)
 	}
 	opts := idem.Options{
 		Namespace:               Namespace,
@@ -190,7 +193,7 @@ func (w *EventWorker) Work(ctx context.Context, job *river.Job[EventArgs]) error
 		if claim, err = w.claims.Claim(ctx, tx, opts); err != nil {
 			return err
 		}
-		ev, err = startAttempt(ctx, tx, src.Name, job.Args.EventID)
+		ev, err = startAttempt(ctx, tx, src.Name, job.Args.EventID, job.ID)
 		return err
 	})
 	var dup *idem.DuplicateError
@@ -200,10 +203,22 @@ func (w *EventWorker) Work(ctx context.Context, job *river.Job[EventArgs]) error
 	case errors.Is(err, errNoEvent):
 		return river.JobCancel(err)
 	case err != nil:
-		return err // River retries; nothing was claimed
+		// Nothing was claimed and no attempt counted (the transaction rolled
+		// back): most likely the database is unreachable. Snooze, which
+		// costs no River attempt, instead of burning the job's budget.
+		wait := Backoff(time.Second, 10*time.Second, 2)
+		w.log.Warn("could not claim; snoozing", "source", src.Name, "event_id", job.Args.EventID, "error", err.Error(), "snooze", wait.Round(time.Millisecond))
+		return river.JobSnooze(wait)
 	}
 	claimedAt := time.Now()
 	w.log.Debug("claimed", "source", src.Name, "event_id", ev.ID, "attempt", ev.Attempt, "holder", opts.Holder)
+
+	if ev.budgetAttempt > src.MaxAttempts {
+		// The budget was used up by an attempt whose failure could not be
+		// recorded (the database went away): dead-set it now, without
+		// calling the destination again.
+		return w.fail(ctx, src, claim, job, ev, fmt.Errorf("attempts ran out (%d); the last error could not be recorded", src.MaxAttempts))
+	}
 
 	// 2. Keep the lease alive while the work runs.
 	workCtx, stop := claim.KeepAlive(ctx)
@@ -272,7 +287,7 @@ func (w *EventWorker) complete(ctx context.Context, tx pgx.Tx, src *Source, clai
 // attempt the event goes to the dead set (reason failed).
 func (w *EventWorker) fail(ctx context.Context, src *Source, claim *idem.Claim, job *river.Job[EventArgs], ev *Event, workErr error) error {
 	ctx = context.WithoutCancel(ctx) // record the outcome even during shutdown
-	final := job.Attempt >= job.MaxAttempts
+	final := ev.budgetAttempt >= src.MaxAttempts
 	msg := truncate(workErr.Error(), 1000)
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		if err := claim.Release(ctx, tx); err != nil {
@@ -345,18 +360,20 @@ func (w *EventWorker) duplicate(ctx context.Context, job *river.Job[EventArgs], 
 
 var errNoEvent = errors.New("event not found in hookline_events (was it pruned?)")
 
-// startAttempt counts an attempt and loads the event's payload.
-func startAttempt(ctx context.Context, tx pgx.Tx, source, eventID string) (*Event, error) {
+// startAttempt counts an attempt (over the event's life, and within the
+// budget of job jobID) and loads the event's payload.
+func startAttempt(ctx context.Context, tx pgx.Tx, source, eventID string, jobID int64) (*Event, error) {
 	ev := &Event{Source: source, ID: eventID}
 	var headers []byte
 	err := tx.QueryRow(ctx, `WITH e AS (
-			UPDATE hookline_events SET state = 'processing', attempts = attempts + 1
+			UPDATE hookline_events SET state = 'processing', attempts = attempts + 1,
+				job_attempts = CASE WHEN job_id = $3 THEN job_attempts + 1 ELSE 1 END, job_id = $3
 			WHERE source = $1 AND event_id = $2
-			RETURNING attempts, event_type, delivery_id, item_offset, item_length)
-		SELECT e.attempts, e.event_type, e.delivery_id, d.content_type, d.headers, d.received_at,
+			RETURNING attempts, job_attempts, event_type, delivery_id, item_offset, item_length)
+		SELECT e.attempts, e.job_attempts, e.event_type, e.delivery_id, d.content_type, d.headers, d.received_at,
 			CASE WHEN e.item_offset IS NULL THEN d.body ELSE substring(d.body FROM e.item_offset + 1 FOR e.item_length) END
-		FROM e JOIN hookline_deliveries d ON d.id = e.delivery_id`, source, eventID).
-		Scan(&ev.Attempt, &ev.Type, &ev.DeliveryID, &ev.ContentType, &headers, &ev.ReceivedAt, &ev.Body)
+		FROM e JOIN hookline_deliveries d ON d.id = e.delivery_id`, source, eventID, jobID).
+		Scan(&ev.Attempt, &ev.budgetAttempt, &ev.Type, &ev.DeliveryID, &ev.ContentType, &headers, &ev.ReceivedAt, &ev.Body)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errNoEvent
 	}

@@ -60,6 +60,8 @@ type Event struct {
 	Headers http.Header
 	// Attempt counts attempts over the event's whole life (1-based).
 	Attempt int
+	// budgetAttempt counts the attempts of the current job (its budget).
+	budgetAttempt int
 	// DeliveryID is hookline's id of the HTTP delivery the event came in with.
 	DeliveryID int64
 	// ReceivedAt is when that delivery was received.

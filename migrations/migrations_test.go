@@ -44,8 +44,17 @@ func TestDownAndUpAgain(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
 
-	require.NoError(t, migrations.Down(ctx, pool, false, nil))
+	// down rolls back one step at a time, newest first.
 	var exists bool
+	for i := len(migrations.All()); i > 1; i-- {
+		require.NoError(t, migrations.Down(ctx, pool, false, nil))
+		st, err := migrations.Check(ctx, pool)
+		require.NoError(t, err)
+		require.Len(t, st.HooklineDone, i-1)
+	}
+	require.NoError(t, pool.QueryRow(ctx, "SELECT to_regclass('hookline_events') IS NOT NULL").Scan(&exists))
+	require.True(t, exists)
+	require.NoError(t, migrations.Down(ctx, pool, false, nil))
 	require.NoError(t, pool.QueryRow(ctx, "SELECT to_regclass('hookline_events') IS NOT NULL").Scan(&exists))
 	require.False(t, exists)
 

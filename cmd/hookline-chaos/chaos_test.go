@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookline/hookline/internal/pgcluster"
+)
+
+// TestMain lets the test binary double as a hookline instance: the harness
+// re-executes its own binary (here: the test binary) for "self" instances.
+func TestMain(m *testing.M) {
+	if os.Getenv(instanceEnv) != "" {
+		os.Exit(instanceMain(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// TestChaosShort runs a shortened scenario: 300 events delivered twice, 3
+// instances (hookline serve --role ingest, and two harness instances with the
+// ledger handler), one instance kill, one Postgres restart with 5 s down, a
+// destination that fails and times out at random. Every invariant of the
+// full run is checked.
+func TestChaosShort(t *testing.T) {
+	if _, err := pgcluster.FindBinDir(); err != nil {
+		t.Skipf("needs local PostgreSQL binaries: %v", err)
+	}
+	o := DefaultOptions()
+	o.Events = 300
+	o.Deliveries = 2
+	o.Senders = 8
+	o.Rate = 40 // spread the sending over ~15 s, so the faults land in it
+	o.Kills = 1
+	o.PGRestarts = 1
+	o.PGDown = 5 * time.Second
+	o.DoomedShare = 0.03
+	o.Workers = 8
+	o.PGFast = true
+	o.Settle = 90 * time.Second
+	o.Timeout = 3 * time.Minute
+	if testing.Verbose() {
+		o.Log = os.Stderr
+	}
+	rep, err := Run(context.Background(), o)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	rep.Print(&out)
+	t.Log("\n" + out.String())
+	require.Empty(t, rep.Violations)
+	require.Zero(t, rep.Lost)
+	require.Zero(t, rep.DoubleEffects)
+	require.Zero(t, rep.Concurrent)
+	require.Equal(t, rep.Events, rep.Completed+rep.Dead)
+	require.Positive(t, rep.Dead, "doomed events end in the dead set")
+	require.Positive(t, rep.CompletedLedger)
+	require.Positive(t, rep.Outage503s, "ingest answered 503 during the outage")
+}
+
+func TestCLIRejectsBadFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 2, cli([]string{"-dest-timeout", "5s", "-lease", "3s"}, &out, &errb))
+	require.Contains(t, errb.String(), "-dest-timeout")
+	errb.Reset()
+	require.Equal(t, 2, cli([]string{"-instances", "serve:all"}, &out, &errb))
+	require.Contains(t, errb.String(), "cannot run the ledger source")
+}

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookline/hookline/internal/app"
+	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/jobs"
+	_ "github.com/hookline/hookline/providers/all"
+)
+
+// instanceEnv, when set, makes this binary a hookline instance (kind self)
+// instead of the harness. The harness sets it on the children it starts.
+const instanceEnv = "HOOKLINE_CHAOS_INSTANCE"
+
+// Settings of the ledger handler, passed to self instances by environment.
+const (
+	envFailRate       = "HOOKLINE_CHAOS_FAIL_RATE"
+	envRandomAttempts = "HOOKLINE_CHAOS_RANDOM_ATTEMPTS"
+)
+
+// ledgerDDL is the transactional source's effect table. It has no unique
+// constraint on purpose: a double effect must show up as two rows.
+const ledgerDDL = `CREATE TABLE IF NOT EXISTS chaos_ledger (
+	id       bigserial   PRIMARY KEY,
+	source   text        NOT NULL,
+	event_id text        NOT NULL,
+	attempt  integer     NOT NULL,
+	pid      integer     NOT NULL,
+	at       timestamptz NOT NULL DEFAULT now())`
+
+// instanceMain runs a hookline instance with the ledger handler registered:
+// `hookline serve --config FILE --role ROLE`, plus a Go handler for the
+// "ledger" source. It returns the exit code.
+func instanceMain(args []string) int {
+	fs := flag.NewFlagSet("instance", flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "config file")
+	role := fs.String("role", "all", "all, ingest or worker")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	r, err := app.ParseRole(*role)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	failRate, _ := strconv.ParseFloat(os.Getenv(envFailRate), 64)
+	randomAttempts, _ := strconv.Atoi(os.Getenv(envRandomAttempts))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := app.New(ctx, cfg, app.Options{Role: r, Logger: log, Handlers: map[string]jobs.Handler{
+		"ledger": ledgerHandler(failRate, randomAttempts),
+	}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "instance:", err)
+		return 1
+	}
+	if err := a.Run(ctx, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "instance:", err)
+		return 1
+	}
+	return 0
+}
+
+// ledgerHandler writes the event's effect, then fails for doomed events
+// (always) and at random during the first attempts, and otherwise lingers a
+// little so that kills land inside open transactions. A failure rolls the
+// effect back with the claim.
+func ledgerHandler(failRate float64, randomAttempts int) jobs.Handler {
+	pid := os.Getpid()
+	return jobs.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *jobs.Event) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO chaos_ledger (source, event_id, attempt, pid) VALUES ($1, $2, $3, $4)`,
+			ev.Source, ev.ID, ev.Attempt, pid); err != nil {
+			return err
+		}
+		if isDoomed(ev.ID) {
+			return errors.New("doomed event: the handler always fails")
+		}
+		if ev.Attempt <= randomAttempts && rand.Float64() < failRate {
+			return fmt.Errorf("random handler failure on attempt %d", ev.Attempt)
+		}
+		select {
+		case <-time.After(time.Duration(10+rand.IntN(90)) * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+}
+
+func isDoomed(eventID string) bool { return strings.HasSuffix(eventID, "_doom") }
+
+// proc is one hookline instance process, restartable on the same address.
+type proc struct {
+	idx     int
+	spec    instanceSpec
+	addr    string
+	cfgPath string
+	logPath string
+	bin     string // hookline binary (serve) or this executable (self)
+	env     []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	starts int
+}
+
+func (p *proc) name() string { return fmt.Sprintf("#%d %s", p.idx, p.spec) }
+
+// start launches the process and waits (bounded) until /healthz answers.
+func (p *proc) start(ctx context.Context) error {
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	var cmd *exec.Cmd
+	if p.spec.kind == "serve" {
+		cmd = exec.Command(p.bin, "serve", "--config", p.cfgPath, "--role", p.spec.role)
+	} else {
+		cmd = exec.Command(p.bin, "--config", p.cfgPath, "--role", p.spec.role)
+		cmd.Env = append(os.Environ(), append([]string{instanceEnv + "=1"}, p.env...)...)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// The instance dies with the harness (Linux), so a killed run leaves
+	// nothing behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", p.name(), err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
+	p.mu.Lock()
+	p.cmd, p.exited = cmd, exited
+	p.starts++
+	p.mu.Unlock()
+
+	deadline := time.Now().Add(90 * time.Second)
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		select {
+		case <-exited:
+			return fmt.Errorf("%s exited during start-up (exit %d); see %s", p.name(), cmd.ProcessState.ExitCode(), p.logPath)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if resp, err := client.Get("http://" + p.addr + "/healthz"); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer /healthz within 90s; see %s", p.name(), p.logPath)
+		}
+	}
+}
+
+func (p *proc) startCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts
+}
+
+// kill SIGKILLs the process and waits for it to be gone.
+func (p *proc) kill() {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+}
+
+// stop asks for a graceful shutdown (SIGTERM), then kills after grace.
+func (p *proc) stop(grace time.Duration) {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
+	}
+}
+
+// alive reports whether the process is running.
+func (p *proc) alive() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// instanceConfig is the YAML every instance gets; only listen differs.
+func instanceConfig(o Options, listen, dbURL, destURL string) string {
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + "ms" }
+	var b strings.Builder
+	fmt.Fprintf(&b, `# Written by hookline-chaos.
+listen: %q
+database_url: %q
+workers: %d
+shutdown_timeout: 5s
+log: {format: json, level: info}
+database: {max_conns: 24}
+sources:
+  - name: http
+    provider: stripe
+    secrets: [%q]
+    lease: %s
+    destination:
+      url: %q
+      timeout: %s
+      max_attempts: %d
+      backoff: {min: %s, max: %s}
+`, listen, dbURL, o.Workers, stripeSecret, ms(o.Lease), destURL, ms(o.DestTimeout), o.MaxAttempts, ms(o.BackoffMin), ms(o.BackoffMax))
+	if o.LedgerShare > 0 {
+		fmt.Fprintf(&b, `  - name: ledger
+    provider: stripe
+    secrets: [%q]
+    lease: %s
+    destination:
+      max_attempts: %d
+      backoff: {min: %s, max: %s}
+`, stripeSecret, ms(o.Lease), o.MaxAttempts, ms(o.BackoffMin), ms(o.BackoffMax))
+	}
+	return b.String()
+}

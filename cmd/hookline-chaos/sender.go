@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
+)
+
+// stripeSecret signs every delivery (both sources are Stripe-signed).
+const stripeSecret = "whsec_hookline_chaos"
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// event is one distinct event and what the senders learnt about it.
+type event struct {
+	source string // http | ledger
+	id     string
+	body   []byte
+	doomed bool
+
+	got2xx    atomic.Bool
+	accepted  atomic.Int32
+	duplicate atomic.Int32
+}
+
+func makeEvents(o Options, rng *rand.Rand) []*event {
+	evs := make([]*event, o.Events)
+	for i := range evs {
+		src := "http"
+		if rng.Float64() < o.LedgerShare {
+			src = "ledger"
+		}
+		id := fmt.Sprintf("evt_%s_%06d", src, i)
+		doomed := rng.Float64() < o.DoomedShare
+		if doomed {
+			id += "_doom"
+		}
+		body, _ := json.Marshal(map[string]any{
+			"id": id, "object": "event", "type": "chaos." + src, "created": time.Now().Unix(),
+			"data": map[string]any{"object": map[string]any{"n": i, "pad": fmt.Sprintf("%x", rng.Uint64())}},
+		})
+		evs[i] = &event{source: src, id: id, body: body, doomed: doomed}
+	}
+	return evs
+}
+
+// outage is the window in which Postgres is down (zero when it is up).
+type outage struct {
+	mu         sync.Mutex
+	down, up   time.Time // down: Stop returned; up: Start is about to begin
+	inProgress bool
+}
+
+func (o *outage) set(down bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if down {
+		o.down, o.up, o.inProgress = time.Now(), time.Time{}, true
+	} else {
+		o.up, o.inProgress = time.Now(), false
+	}
+}
+
+// within reports whether [start, end] lies entirely inside the current or
+// last outage.
+func (o *outage) within(start, end time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.down.IsZero() || start.Before(o.down) {
+		return false
+	}
+	return o.inProgress || end.Before(o.up)
+}
+
+// sendStats are the senders' counters.
+type sendStats struct {
+	requests, accepted, duplicates, unavailable, connErrors, gaveUp atomic.Int64
+	badRetryAfter, unexpected, twoXXWhileDown                       atomic.Int64
+	outage503s                                                      atomic.Int64
+	maxOutageLatency                                                atomic.Int64 // ns
+	done                                                            atomic.Int64 // deliveries finished
+	mu                                                              sync.Mutex
+	examples                                                        []string
+}
+
+func (s *sendStats) note(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.examples) < 20 {
+		s.examples = append(s.examples, sprintf(format, args...))
+	}
+}
+
+func maxInt64(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+// sender posts deliveries to the ingest instances, retrying 503s and
+// connection errors as a provider would, for at most giveUp per delivery.
+type sender struct {
+	targets func() []string // addresses of ingest instances
+	client  *http.Client
+	stats   *sendStats
+	out     *outage
+	giveUp  time.Duration
+	limiter <-chan time.Time // nil: no rate cap
+}
+
+func (s *sender) run(ctx context.Context, work <-chan *event, rng *rand.Rand) {
+	for ev := range work {
+		if s.limiter != nil {
+			select {
+			case <-s.limiter:
+			case <-ctx.Done():
+				return
+			}
+		}
+		s.deliver(ctx, ev, rng)
+		s.stats.done.Add(1)
+	}
+}
+
+type postResult struct {
+	status     int
+	retryAfter string
+	body       map[string]any
+	err        error
+}
+
+func (s *sender) post(ctx context.Context, addr string, ev *event) postResult {
+	sig := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: ev.body, Secret: stripeSecret, Timestamp: time.Now()}).Header
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/webhooks/"+ev.source, bytes.NewReader(ev.body))
+	if err != nil {
+		return postResult{err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Stripe-Signature", sig)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return postResult{err: err}
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	r := postResult{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
+	_ = json.Unmarshal(raw, &r.body)
+	if r.body == nil {
+		r.body = map[string]any{"raw": string(raw)}
+	}
+	return r
+}
+
+func (s *sender) deliver(ctx context.Context, ev *event, rng *rand.Rand) {
+	deadline := time.Now().Add(s.giveUp)
+	for ctx.Err() == nil {
+		targets := s.targets()
+		addr := targets[rng.IntN(len(targets))]
+		start := time.Now()
+		s.stats.requests.Add(1)
+		r := s.post(ctx, addr, ev)
+		end := time.Now()
+		switch {
+		case r.err != nil:
+			s.stats.connErrors.Add(1)
+			sleepCtx(ctx, 100*time.Millisecond)
+		case r.status == http.StatusOK:
+			if s.out.within(start, end) {
+				s.stats.twoXXWhileDown.Add(1)
+				s.stats.note("%s got 200 while Postgres was down", ev.id)
+			}
+			ev.got2xx.Store(true)
+			switch r.body["status"] {
+			case "accepted":
+				ev.accepted.Add(1)
+				s.stats.accepted.Add(1)
+			case "duplicate":
+				ev.duplicate.Add(1)
+				s.stats.duplicates.Add(1)
+			default:
+				s.stats.unexpected.Add(1)
+				s.stats.note("%s: 200 with body %v", ev.id, r.body)
+			}
+			return
+		case r.status == http.StatusServiceUnavailable:
+			s.stats.unavailable.Add(1)
+			secs, err := strconv.Atoi(r.retryAfter)
+			if err != nil || secs < 1 {
+				s.stats.badRetryAfter.Add(1)
+				s.stats.note("%s: 503 with Retry-After %q", ev.id, r.retryAfter)
+				secs = 1
+			}
+			if s.out.within(start, end) {
+				s.stats.outage503s.Add(1)
+				maxInt64(&s.stats.maxOutageLatency, int64(end.Sub(start)))
+			}
+			// Honour Retry-After, but spread the retries a little.
+			sleepCtx(ctx, time.Duration(secs)*time.Second/2+time.Duration(rng.IntN(500))*time.Millisecond)
+		default:
+			s.stats.unexpected.Add(1)
+			s.stats.note("%s: unexpected status %d %v", ev.id, r.status, r.body)
+			return
+		}
+		if time.Now().After(deadline) {
+			s.stats.gaveUp.Add(1)
+			s.stats.note("%s: gave up after %s of 503s and connection errors", ev.id, s.giveUp)
+			return
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
