@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,6 +18,15 @@ var ErrBusy = errors.New("ingest is saturated")
 // request after COMMIT. A lone request is written at once; under load,
 // requests pile up while a commit is in flight and share the next one.
 //
+// One committer gathers at a time (the others are committing or waiting for
+// their turn), so that concurrent committers do not split the queue into
+// small batches between them. While another batch is being committed, the
+// gatherer keeps gathering until that commit ends (so the next batch is
+// everything that arrived meanwhile: group commit), the batch is full, or
+// wait has passed, whichever comes first; then it commits, alongside if need
+// be (up to the number of committers). When nothing is being committed it
+// commits at once, so a lone request never waits.
+//
 // If a batch fails for reasons of the data (a constraint, an oversized row),
 // each of its deliveries is retried on its own so one bad delivery never
 // fails its batch-mates. If it fails because the database is unavailable,
@@ -27,8 +37,16 @@ type batcher struct {
 	wait     time.Duration
 	queue    chan *pending
 	observe  func(n int)
+	gather   sync.Mutex   // held by the committer gathering the next batch
+	inFlight atomic.Int32 // batches being committed
 	wg       sync.WaitGroup
 	stop     chan struct{}
+	freed    chan struct{} // a commit ended
+
+	// closing guards Submit against Close: once closed is set no delivery
+	// enters the queue, and the committers drain what is in it before they exit.
+	closing sync.RWMutex
+	closed  bool
 }
 
 type pending struct {
@@ -50,6 +68,7 @@ func newBatcher(commit commitFunc, committers, maxBatch int, wait time.Duration,
 		queue:    make(chan *pending, committers*maxBatch),
 		observe:  observe,
 		stop:     make(chan struct{}),
+		freed:    make(chan struct{}, 1),
 	}
 	for range committers {
 		b.wg.Go(b.loop)
@@ -59,22 +78,26 @@ func newBatcher(commit commitFunc, committers, maxBatch int, wait time.Duration,
 
 // Close stops the committers after the queue drains.
 func (b *batcher) Close() {
+	b.closing.Lock()
+	already := b.closed
+	b.closed = true
+	b.closing.Unlock()
+	if already {
+		return
+	}
 	close(b.stop)
 	b.wg.Wait()
 }
+
+// errClosed answers deliveries that arrive after Close.
+var errClosed = errors.New("ingest is shutting down")
 
 // Submit hands d to a committer and waits for its result. It gives up with
 // ErrBusy if no committer takes it within timeout.
 func (b *batcher) Submit(ctx context.Context, d *Delivery, timeout time.Duration) ([]EventResult, error) {
 	p := &pending{ctx: ctx, d: d, done: make(chan batchResult, 1)}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case b.queue <- p:
-	case <-t.C:
-		return nil, ErrBusy
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := b.enqueue(p, timeout); err != nil {
+		return nil, err
 	}
 	// Once queued, the delivery may be committed: wait for the outcome so
 	// that a 2xx is only ever given after COMMIT. The transaction itself is
@@ -83,54 +106,100 @@ func (b *batcher) Submit(ctx context.Context, d *Delivery, timeout time.Duration
 	return r.res, r.err
 }
 
-func (b *batcher) loop() {
-	batch := make([]*pending, 0, b.maxBatch)
-	for {
-		select {
-		case p := <-b.queue:
-			batch = append(batch[:0], p)
-		case <-b.stop:
-			// Drain what is left so no request waits forever.
-			for {
-				select {
-				case p := <-b.queue:
-					b.run([]*pending{p})
-				default:
-					return
-				}
-			}
-		}
-		b.fill(&batch)
-		b.run(batch)
+func (b *batcher) enqueue(p *pending, timeout time.Duration) error {
+	b.closing.RLock()
+	defer b.closing.RUnlock()
+	if b.closed {
+		return errClosed
+	}
+	select { // the common case: room in the queue, no timer needed
+	case b.queue <- p:
+		return nil
+	default:
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case b.queue <- p:
+		return nil
+	case <-t.C:
+		return ErrBusy
+	case <-p.ctx.Done():
+		return p.ctx.Err()
 	}
 }
 
-// fill takes whatever else is already waiting, up to maxBatch; with a
-// non-zero wait it lingers that long for company.
-func (b *batcher) fill(batch *[]*pending) {
-	var deadline <-chan time.Time
-	if b.wait > 0 {
-		t := time.NewTimer(b.wait)
-		defer t.Stop()
-		deadline = t.C
-	}
-	for len(*batch) < b.maxBatch {
-		if deadline == nil {
-			select {
-			case p := <-b.queue:
-				*batch = append(*batch, p)
-				continue
-			default:
-				return
-			}
-		}
-		select {
-		case p := <-b.queue:
-			*batch = append(*batch, p)
-		case <-deadline:
+func (b *batcher) loop() {
+	batch := make([]*pending, 0, b.maxBatch)
+	for {
+		var ok bool
+		if batch, ok = b.next(batch[:0]); !ok {
 			return
 		}
+		b.inFlight.Add(1)
+		b.run(batch)
+		b.inFlight.Add(-1)
+		select { // wake a gatherer lingering for this commit to end
+		case b.freed <- struct{}{}:
+		default:
+		}
+		clear(batch) // drop references to answered requests
 	}
+}
+
+// next gathers the next batch; false means stop (closed and drained).
+func (b *batcher) next(batch []*pending) ([]*pending, bool) {
+	b.gather.Lock()
+	defer b.gather.Unlock()
+	select {
+	case p := <-b.queue:
+		batch = append(batch, p)
+	case <-b.stop:
+		// Drain what is left so no request waits forever.
+		select {
+		case p := <-b.queue:
+			batch = append(batch, p)
+		default:
+			return nil, false
+		}
+	}
+	batch = b.drain(batch) // whatever else is already waiting
+	if len(batch) >= b.maxBatch || b.wait <= 0 {
+		return batch, true
+	}
+	// While another batch is being committed, gather until it is done (the
+	// classic group commit: the next batch forms during the current commit),
+	// the batch is full, or wait has passed; then commit, even alongside.
+	if b.inFlight.Load() == 0 {
+		return batch, true
+	}
+	t := time.NewTimer(b.wait)
+	defer t.Stop()
+	for len(batch) < b.maxBatch && b.inFlight.Load() > 0 {
+		select {
+		case p := <-b.queue:
+			batch = append(batch, p)
+		case <-b.freed:
+		case <-t.C:
+			return b.drain(batch), true
+		case <-b.stop:
+			return b.drain(batch), true
+		}
+	}
+	return b.drain(batch), true
+}
+
+// drain adds whatever is already waiting, up to maxBatch.
+func (b *batcher) drain(batch []*pending) []*pending {
+	for len(batch) < b.maxBatch {
+		select {
+		case p := <-b.queue:
+			batch = append(batch, p)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 func (b *batcher) run(batch []*pending) {

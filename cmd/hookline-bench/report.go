@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Report is results.json.
+type Report struct {
+	Started  time.Time          `json:"started"`
+	Finished time.Time          `json:"finished"`
+	Machine  Machine            `json:"machine"`
+	Settings map[string]any     `json:"settings"`
+	Results  []Result           `json:"results"`
+	Speedup  map[string]float64 `json:"speedup_accepted_per_s"` // batched / naive, by concurrency
+	OK       bool               `json:"ok"`
+}
+
+// Machine describes where the numbers come from.
+type Machine struct {
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpu_model,omitempty"`
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Postgres  string `json:"postgres"`
+	Fsync     string `json:"fsync"`
+	SyncCmt   string `json:"synchronous_commit"`
+}
+
+// Result is one (mode, concurrency) run.
+type Result struct {
+	Mode           string  `json:"mode"`
+	Concurrency    int     `json:"concurrency"`
+	DurationSec    float64 `json:"duration_s"`
+	Sent           int     `json:"sent"`
+	DupSent        int     `json:"duplicates_sent"`
+	Accepted       int     `json:"accepted"`
+	Duplicates     int     `json:"duplicates_answered"`
+	Unavailable    int     `json:"unavailable_503"`
+	Errors         int     `json:"errors"`
+	Unexpected     int     `json:"unexpected_answers"`
+	AcceptedPerSec float64 `json:"accepted_per_s"`
+	RequestsPerSec float64 `json:"requests_per_s"`
+	P50ms          float64 `json:"ack_p50_ms"`
+	P99ms          float64 `json:"ack_p99_ms"`
+	Maxms          float64 `json:"ack_max_ms"`
+	EndToEndPerSec float64 `json:"e2e_events_per_s"`
+	DrainSec       float64 `json:"drain_after_load_s"`
+	CPUPer1k       float64 `json:"hookline_cpu_s_per_1k"`
+	PGCPUPer1k     float64 `json:"postgres_cpu_s_per_1k"`
+	BenchCPUPer1k  float64 `json:"bench_cpu_s_per_1k"`
+	// During the load only (with -ingest-only: the cost of ingest alone).
+	LoadCPUPer1k   float64 `json:"load_hookline_cpu_s_per_1k"`
+	LoadPGCPUPer1k float64 `json:"load_postgres_cpu_s_per_1k"`
+	PeakRSSMB      float64 `json:"hookline_peak_rss_mb"`
+	OtherCPUPct    float64 `json:"other_processes_cpu_pct"` // CPU used by other processes during the load, % of the machine
+	MeanBatch      float64 `json:"mean_batch_size,omitempty"`
+	SignedInline   int     `json:"signed_inline"`
+	Jobs           int     `json:"event_jobs"`
+	Lost           int     `json:"lost"`
+	Double         int     `json:"double"`
+	Stray          int     `json:"stray"`
+	Problem        string  `json:"problem,omitempty"`
+}
+
+func (r *Result) fill(ld *loadResult) {
+	r.Sent, r.DupSent, r.Accepted = ld.sent, ld.dupSent, len(ld.accepted)
+	r.Duplicates, r.Unavailable, r.Errors, r.Unexpected = ld.duplicates, ld.unavailable, ld.errors, ld.unexpected
+	if s := ld.elapsed.Seconds(); s > 0 {
+		r.AcceptedPerSec = float64(r.Accepted) / s
+		r.RequestsPerSec = float64(r.Sent) / s
+	}
+	lat := ld.latencies
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		q := func(p float64) float64 {
+			i := int(math.Ceil(p*float64(len(lat)))) - 1
+			return ms(lat[max(0, min(i, len(lat)-1))])
+		}
+		r.P50ms, r.P99ms, r.Maxms = q(0.50), q(0.99), ms(lat[len(lat)-1])
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func machineInfo(ctx context.Context, conn *pgx.Conn) Machine {
+	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m.CPUModel = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	_ = conn.QueryRow(ctx, "SHOW server_version").Scan(&m.Postgres)
+	m.Postgres = "PostgreSQL " + strings.Fields(m.Postgres + " ")[0]
+	_ = conn.QueryRow(ctx, "SHOW fsync").Scan(&m.Fsync)
+	_ = conn.QueryRow(ctx, "SHOW synchronous_commit").Scan(&m.SyncCmt)
+	return m
+}
+
+func settingsOf(o options) map[string]any {
+	def := func(v any, zero bool) any {
+		if zero {
+			return "default"
+		}
+		return v
+	}
+	return map[string]any{
+		"levels":                 o.levels,
+		"modes":                  o.modes,
+		"duration":               o.duration.String(),
+		"duplicate_ratio":        o.dupRatio,
+		"workers":                def(o.workers, o.workers == 0),
+		"database.max_conns":     def(o.maxConns, o.maxConns == 0),
+		"ingest.batch_size":      def(o.batchSize, o.batchSize == 0),
+		"ingest.batch_wait":      def(o.batchWait.String(), o.batchWait == 0),
+		"ingest.queue_timeout":   def(o.queueTimeout.String(), o.queueTimeout == 0),
+		"hookline":               map[bool]string{true: "in-process", false: "subprocess"}[o.inProcess],
+		"max_events_per_run":     o.maxEvents,
+		"body_bytes_approximate": len(stripeEvent("evt_naive_c64_000000001", 1764504000)),
+	}
+}
+
+const rowFormat = "%-8s %5s %11s %9s %9s %9s %10s %9s %8s %9s %8s %6s %s\n"
+
+func printHeader(w io.Writer) {
+	fmt.Fprintf(w, rowFormat, "MODE", "C", "ACCEPTED/s", "P50 ms", "P99 ms", "MAX ms", "E2E ev/s", "CPU s/1k", "pg s/1k", "RSS MB", "batch", "503s", "CHECK")
+}
+
+func printRow(w io.Writer, r *Result) {
+	check := fmt.Sprintf("LOST=%d DOUBLE=%d", r.Lost, r.Double)
+	if r.OtherCPUPct >= 5 {
+		check += fmt.Sprintf(" [other processes used %.0f%% of the CPU: noisy]", r.OtherCPUPct)
+	}
+	if r.Problem != "" {
+		check += " (" + r.Problem + ")"
+	}
+	batch := "-"
+	if r.MeanBatch > 0 {
+		batch = fmt.Sprintf("%.1f", r.MeanBatch)
+	}
+	fmt.Fprintf(w, rowFormat, r.Mode, fmt.Sprint(r.Concurrency), fmt.Sprintf("%.0f", r.AcceptedPerSec),
+		fmt.Sprintf("%.1f", r.P50ms), fmt.Sprintf("%.1f", r.P99ms), fmt.Sprintf("%.1f", r.Maxms),
+		fmt.Sprintf("%.0f", r.EndToEndPerSec), fmt.Sprintf("%.3f", r.CPUPer1k), fmt.Sprintf("%.3f", r.PGCPUPer1k),
+		fmt.Sprintf("%.0f", r.PeakRSSMB), batch, fmt.Sprint(r.Unavailable+r.Errors), check)
+}
+
+func speedups(rs []Result) map[string]float64 {
+	naive := map[int]float64{}
+	for _, r := range rs {
+		if r.Mode == modeNaive {
+			naive[r.Concurrency] = r.AcceptedPerSec
+		}
+	}
+	out := map[string]float64{}
+	for _, r := range rs {
+		if r.Mode == modeBatched && naive[r.Concurrency] > 0 {
+			out[fmt.Sprint(r.Concurrency)] = math.Round(r.AcceptedPerSec/naive[r.Concurrency]*100) / 100
+		}
+	}
+	return out
+}
+
+func printFooter(w io.Writer, rep *Report) {
+	var levels []int
+	for k := range rep.Speedup {
+		n, _ := strconv.Atoi(k)
+		levels = append(levels, n)
+	}
+	slices.Sort(levels)
+	var parts []string
+	for _, c := range levels {
+		parts = append(parts, fmt.Sprintf("c=%d %.1f×", c, rep.Speedup[strconv.Itoa(c)]))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "batched vs naive accepted/s: %s\n", strings.Join(parts, ", "))
+	}
+	var lost, double, stray int
+	for _, r := range rep.Results {
+		lost, double, stray = lost+r.Lost, double+r.Double, stray+r.Stray
+	}
+	fmt.Fprintf(w, "LOST=%d DOUBLE=%d", lost, double)
+	if stray > 0 {
+		fmt.Fprintf(w, " (stored or processed without a 2xx to the sender: %d)", stray)
+	}
+	fmt.Fprintln(w)
+}
+
+func writeResults(dir string, rep *Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "chart.svg"), []byte(chartSVG(rep)), 0o644)
+}
+
+// chartSVG draws two panels against concurrency: throughput (accepted/s
+// solid, end-to-end events/s dashed) and p99 ack latency, one colour per mode.
+func chartSVG(rep *Report) string {
+	const (
+		W, H         = 960, 420
+		panelW       = 400
+		top, bottom  = 60, 350
+		leftA, leftB = 80, 560
+	)
+	var levels []int
+	for _, r := range rep.Results {
+		if !slices.Contains(levels, r.Concurrency) {
+			levels = append(levels, r.Concurrency)
+		}
+	}
+	slices.Sort(levels)
+	colors := map[string]string{modeNaive: "#d9534f", modeBatched: "#1f77b4"}
+	xAt := func(left int, c int) float64 {
+		i := slices.Index(levels, c)
+		if len(levels) == 1 {
+			return float64(left) + panelW/2
+		}
+		return float64(left) + 30 + float64(i)*(panelW-60)/float64(len(levels)-1)
+	}
+	var maxT, maxL float64
+	for _, r := range rep.Results {
+		maxT = max(maxT, r.AcceptedPerSec, r.EndToEndPerSec)
+		maxL = max(maxL, r.P99ms)
+	}
+	maxT, maxL = niceCeil(maxT), niceCeil(maxL)
+	yAt := func(v, vmax float64) float64 { return bottom - (v/vmax)*(bottom-top) }
+
+	var sb strings.Builder
+	fmt.Fprintf(&sb, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
+	fmt.Fprintf(&sb, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
+	fmt.Fprintf(&sb, `<text x="%d" y="22" font-size="15" font-weight="bold">hookline ingest: naive vs group commit (%s, %d CPUs, fsync %s)</text>`+"\n",
+		leftA-40, html.EscapeString(rep.Machine.Postgres), rep.Machine.CPUs, html.EscapeString(rep.Machine.Fsync))
+	panel := func(left int, title string, vmax float64, unit string) {
+		fmt.Fprintf(&sb, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", left, top-14, html.EscapeString(title))
+		fmt.Fprintf(&sb, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, bottom, left+panelW, bottom)
+		fmt.Fprintf(&sb, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, top, left, bottom)
+		for i := 0; i <= 5; i++ {
+			v := vmax * float64(i) / 5
+			y := yAt(v, vmax)
+			fmt.Fprintf(&sb, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left+1, y, left+panelW, y)
+			fmt.Fprintf(&sb, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y+4, fmtNum(v))
+		}
+		for _, c := range levels {
+			x := xAt(left, c)
+			fmt.Fprintf(&sb, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", x, bottom+18, c)
+		}
+		fmt.Fprintf(&sb, `<text x="%d" y="%d" text-anchor="middle">concurrent senders</text>`+"\n", left+panelW/2, bottom+36)
+		fmt.Fprintf(&sb, `<text x="%d" y="%d" text-anchor="middle" transform="rotate(-90 %d %d)">%s</text>`+"\n",
+			left-55, (top+bottom)/2, left-55, (top+bottom)/2, html.EscapeString(unit))
+	}
+	panel(leftA, "Throughput", maxT, "events per second")
+	panel(leftB, "p99 ack latency", maxL, "milliseconds")
+	line := func(left int, mode string, val func(Result) float64, vmax float64, dash string) {
+		var pts []string
+		for _, r := range rep.Results {
+			if r.Mode != mode {
+				continue
+			}
+			x, y := xAt(left, r.Concurrency), yAt(val(r), vmax)
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
+			fmt.Fprintf(&sb, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`+"\n", x, y, colors[mode])
+			fmt.Fprintf(&sb, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="10" fill="%s">%s</text>`+"\n", x, y-7, colors[mode], fmtNum(val(r)))
+		}
+		if len(pts) > 1 {
+			fmt.Fprintf(&sb, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), colors[mode], dash)
+		}
+	}
+	for _, mode := range []string{modeNaive, modeBatched} {
+		line(leftA, mode, func(r Result) float64 { return r.AcceptedPerSec }, maxT, "")
+		line(leftA, mode, func(r Result) float64 { return r.EndToEndPerSec }, maxT, ` stroke-dasharray="6 4"`)
+		line(leftB, mode, func(r Result) float64 { return r.P99ms }, maxL, "")
+	}
+	// Legend.
+	ly := H - 22
+	legend := []struct{ label, color, dash string }{
+		{"naive: accepted/s", colors[modeNaive], ""}, {"naive: end-to-end/s", colors[modeNaive], ` stroke-dasharray="6 4"`},
+		{"group commit: accepted/s", colors[modeBatched], ""}, {"group commit: end-to-end/s", colors[modeBatched], ` stroke-dasharray="6 4"`},
+	}
+	x := leftA - 40
+	for _, l := range legend {
+		fmt.Fprintf(&sb, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`+"\n", x, ly, x+24, ly, l.color, l.dash)
+		fmt.Fprintf(&sb, `<text x="%d" y="%d">%s</text>`+"\n", x+30, ly+4, html.EscapeString(l.label))
+		x += 215
+	}
+	sb.WriteString("</svg>\n")
+	return sb.String()
+}
+
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
+		if m*p >= v*1.05 {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func fmtNum(v float64) string {
+	switch {
+	case v >= 10000:
+		return fmt.Sprintf("%.1fk", v/1000)
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
