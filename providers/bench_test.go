@@ -84,7 +84,9 @@ var benchDeliveries = map[string]func() *providers.Request{
 		return benchForm("https://hooks.example.com/webhooks/braintree", url.Values{"bt_payload": {base64.StdEncoding.EncodeToString([]byte(xml)) + "\n"}})
 	},
 	"checkout": func() *providers.Request { return benchRequest(benchJSON) },
-	"coinbase": func() *providers.Request { return benchRequest(`{"id":7,"attempt_number":1,"event":` + benchJSON + `}`) },
+	"coinbase": func() *providers.Request {
+		return benchRequest(`{"id":7,"attempt_number":1,"event":` + benchJSON + `}`)
+	},
 	"github": func() *providers.Request {
 		return benchRequest(benchJSON, "X-GitHub-Delivery", "d1b2", "X-GitHub-Event", "push", "X-GitHub-Hook-ID", "292430182")
 	},
