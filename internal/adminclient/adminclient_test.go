@@ -18,6 +18,7 @@ import (
 	"github.com/hookline/hookline/ingest"
 	"github.com/hookline/hookline/internal/adminclient"
 	"github.com/hookline/hookline/internal/pgtest"
+	"github.com/hookline/hookline/jobs"
 	"github.com/hookline/hookline/providers"
 	"github.com/hookline/hookline/providers/stripe"
 )
@@ -168,7 +169,7 @@ func TestShowRetryDelete(t *testing.T) {
 	require.NotContains(t, b.ids(t), ids[0])
 	var max int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT max_attempts FROM river_job WHERE args->>'event_id' = 'evt_1'`).Scan(&max))
-	require.Equal(t, 4, max)
+	require.Equal(t, jobs.RiverMaxAttempts, max, "a new job: hookline counts its fresh budget itself")
 
 	r = run(t, b.env(), "retry", ids[0])
 	require.Equal(t, 1, r.code)
