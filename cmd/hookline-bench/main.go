@@ -132,15 +132,22 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.ingestOnly, "ingest-only", false, "diagnostic: run hookline --role ingest during the load (no workers competing for the CPU), then a --role worker process to drain and check; e2e then includes that late start")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (Postgres data and logs)")
 	fs.BoolVar(&o.verbose, "v", false, "log progress")
-	short := fs.Bool("short", false, "smoke run: one level (16 senders), 2s per mode")
+	short := fs.Bool("short", false, "smoke run: one level (16 senders), 2s per mode (-c and -d still apply)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if *short {
-		*levels, o.duration = "16", 2*time.Second
+	if *short { // unless given explicitly
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["c"] {
+			*levels = "16"
+		}
+		if !set["d"] {
+			o.duration = 2 * time.Second
+		}
 	}
 	for _, f := range strings.Split(*levels, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))

@@ -65,15 +65,18 @@ type Result struct {
 	// During the load only (with -ingest-only: the cost of ingest alone).
 	LoadCPUPer1k   float64 `json:"load_hookline_cpu_s_per_1k"`
 	LoadPGCPUPer1k float64 `json:"load_postgres_cpu_s_per_1k"`
-	PeakRSSMB      float64 `json:"hookline_peak_rss_mb"`
-	OtherCPUPct    float64 `json:"other_processes_cpu_pct"` // CPU used by other processes during the load, % of the machine
-	MeanBatch      float64 `json:"mean_batch_size,omitempty"`
-	SignedInline   int     `json:"signed_inline"`
-	Jobs           int     `json:"event_jobs"`
-	Lost           int     `json:"lost"`
-	Double         int     `json:"double"`
-	Stray          int     `json:"stray"`
-	Problem        string  `json:"problem,omitempty"`
+	// Share of the machine's CPU during the load, by process (the bench
+	// process is the load generator and the destination).
+	LoadCPUPct   map[string]float64 `json:"load_cpu_pct"`
+	PeakRSSMB    float64            `json:"hookline_peak_rss_mb"`
+	OtherCPUPct  float64            `json:"other_processes_cpu_pct"` // CPU used by other processes during the load, % of the machine
+	MeanBatch    float64            `json:"mean_batch_size,omitempty"`
+	SignedInline int                `json:"signed_inline"`
+	Jobs         int                `json:"event_jobs"`
+	Lost         int                `json:"lost"`
+	Double       int                `json:"double"`
+	Stray        int                `json:"stray"`
+	Problem      string             `json:"problem,omitempty"`
 }
 
 func (r *Result) fill(ld *loadResult) {

@@ -431,6 +431,11 @@ func (b *bench) runOne(ctx context.Context, mode string, c int, rateGuess float6
 		r.LoadCPUPer1k = loadHL.Seconds() / float64(n) * 1000
 		r.LoadPGCPUPer1k = loadPG.Seconds() / float64(n) * 1000
 	}
+	if s := ld.elapsed.Seconds() * float64(runtime.NumCPU()); s > 0 {
+		r.LoadCPUPct = map[string]float64{
+			"hookline": 100 * loadHL.Seconds() / s, "postgres": 100 * loadPG.Seconds() / s, "bench": 100 * loadSelf.Seconds() / s,
+		}
+	}
 	var cpu time.Duration
 	var rss int64
 	if b.o.ingestOnly {
