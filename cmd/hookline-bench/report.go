@@ -134,6 +134,7 @@ func settingsOf(o options) map[string]any {
 		"ingest.batch_wait":      def(o.batchWait.String(), o.batchWait == 0),
 		"ingest.queue_timeout":   def(o.queueTimeout.String(), o.queueTimeout == 0),
 		"hookline":               map[bool]string{true: "in-process", false: "subprocess"}[o.inProcess],
+		"topology":               topology(o),
 		"max_events_per_run":     o.maxEvents,
 		"body_bytes_approximate": len(stripeEvent("evt_naive_c64_000000001", 1764504000)),
 	}
@@ -253,8 +254,8 @@ func chartSVG(rep *Report) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
 	fmt.Fprintf(&sb, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
-	fmt.Fprintf(&sb, `<text x="%d" y="22" font-size="15" font-weight="bold">hookline ingest: naive vs group commit (%s, %d CPUs, fsync %s)</text>`+"\n",
-		leftA-40, html.EscapeString(rep.Machine.Postgres), rep.Machine.CPUs, html.EscapeString(rep.Machine.Fsync))
+	fmt.Fprintf(&sb, `<text x="%d" y="22" font-size="15" font-weight="bold">hookline ingest: naive vs group commit (%s, %d CPUs, fsync %s; %s)</text>`+"\n",
+		leftA-40, html.EscapeString(rep.Machine.Postgres), rep.Machine.CPUs, html.EscapeString(rep.Machine.Fsync), html.EscapeString(fmt.Sprint(rep.Settings["topology"])))
 	panel := func(left int, title string, vmax float64, unit string) {
 		fmt.Fprintf(&sb, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", left, top-14, html.EscapeString(title))
 		fmt.Fprintf(&sb, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, bottom, left+panelW, bottom)
@@ -276,6 +277,7 @@ func chartSVG(rep *Report) string {
 	panel(leftA, "Throughput", maxT, "events per second")
 	panel(leftB, "p99 ack latency", maxL, "milliseconds")
 	line := func(left int, mode string, val func(Result) float64, vmax float64, dash string) {
+		labels := dash == "" // the dashed end-to-end lines sit close together: no labels
 		var pts []string
 		for _, r := range rep.Results {
 			if r.Mode != mode {
@@ -284,7 +286,9 @@ func chartSVG(rep *Report) string {
 			x, y := xAt(left, r.Concurrency), yAt(val(r), vmax)
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
 			fmt.Fprintf(&sb, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`+"\n", x, y, colors[mode])
-			fmt.Fprintf(&sb, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="10" fill="%s">%s</text>`+"\n", x, y-7, colors[mode], fmtNum(val(r)))
+			if labels {
+				fmt.Fprintf(&sb, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="10" fill="%s">%s</text>`+"\n", x, y-7, colors[mode], fmtNum(val(r)))
+			}
 		}
 		if len(pts) > 1 {
 			fmt.Fprintf(&sb, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), colors[mode], dash)
@@ -326,6 +330,8 @@ func niceCeil(v float64) float64 {
 
 func fmtNum(v float64) string {
 	switch {
+	case v == 0:
+		return "0"
 	case v >= 10000:
 		return fmt.Sprintf("%.1fk", v/1000)
 	case v >= 100:
@@ -335,4 +341,11 @@ func fmtNum(v float64) string {
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
+}
+
+func topology(o options) string {
+	if o.ingestOnly {
+		return "--role ingest during the load, workers after"
+	}
+	return "--role all: workers run during the load"
 }

@@ -121,9 +121,9 @@ func run(ctx context.Context, o options, stdout io.Writer) (*Report, error) {
 		Settings: settingsOf(o),
 		OK:       true,
 	}
-	fmt.Fprintf(stdout, "hookline-bench: %s, %d CPUs, %s; %s per run, %.0f%% duplicates; hookline %s\n",
-		rep.Machine.GoVersion, rep.Machine.CPUs, rep.Machine.Postgres, o.duration, o.dupRatio*100,
-		map[bool]string{true: "in-process", false: "as a subprocess"}[o.inProcess])
+	fmt.Fprintf(stdout, "hookline-bench: %s, %d CPUs, %s (fsync %s); %s per run, %.0f%% duplicates; hookline %s, %s\n",
+		rep.Machine.GoVersion, rep.Machine.CPUs, rep.Machine.Postgres, rep.Machine.Fsync, o.duration, o.dupRatio*100,
+		map[bool]string{true: "in-process", false: "as a subprocess"}[o.inProcess], topology(o))
 	printHeader(stdout)
 	guess := map[string]float64{modeNaive: 3000, modeBatched: 20000}
 	for _, c := range o.levels {
