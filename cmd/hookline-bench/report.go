@@ -219,13 +219,26 @@ func writeResults(dir string, rep *Report) error {
 	return os.WriteFile(filepath.Join(dir, "chart.svg"), []byte(chartSVG(rep)), 0o644)
 }
 
+// replot redraws dir/chart.svg from dir/results.json.
+func replot(dir string) error {
+	raw, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return err
+	}
+	var rep Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return fmt.Errorf("results.json: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "chart.svg"), []byte(chartSVG(&rep)), 0o644)
+}
+
 // chartSVG draws two panels against concurrency: throughput (accepted/s
 // solid, end-to-end events/s dashed) and p99 ack latency, one colour per mode.
 func chartSVG(rep *Report) string {
 	const (
-		W, H         = 960, 420
+		W, H         = 960, 430
 		panelW       = 400
-		top, bottom  = 60, 350
+		top, bottom  = 72, 360
 		leftA, leftB = 80, 560
 	)
 	var levels []int
@@ -254,8 +267,11 @@ func chartSVG(rep *Report) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
 	fmt.Fprintf(&sb, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
-	fmt.Fprintf(&sb, `<text x="%d" y="22" font-size="15" font-weight="bold">hookline ingest: naive vs group commit (%s, %d CPUs, fsync %s; %s)</text>`+"\n",
-		leftA-40, html.EscapeString(rep.Machine.Postgres), rep.Machine.CPUs, html.EscapeString(rep.Machine.Fsync), html.EscapeString(fmt.Sprint(rep.Settings["topology"])))
+	fmt.Fprintf(&sb, `<text x="%d" y="20" font-size="15" font-weight="bold">hookline ingest: naive vs group commit (%s, %d CPUs, fsync %s)</text>`+"\n",
+		leftA-40, html.EscapeString(rep.Machine.Postgres), rep.Machine.CPUs, html.EscapeString(rep.Machine.Fsync))
+	dup, _ := rep.Settings["duplicate_ratio"].(float64)
+	fmt.Fprintf(&sb, `<text x="%d" y="38" fill="#555">hookline %s; %v per run, %.0f%% duplicates</text>`+"\n",
+		leftA-40, html.EscapeString(fmt.Sprint(rep.Settings["topology"])), rep.Settings["duration"], dup*100)
 	panel := func(left int, title string, vmax float64, unit string) {
 		fmt.Fprintf(&sb, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", left, top-14, html.EscapeString(title))
 		fmt.Fprintf(&sb, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, bottom, left+panelW, bottom)
