@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,95 +22,16 @@ import (
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/hookline/hookline/internal/pgtest"
+	"github.com/hookline/hookline/internal/proctest"
 )
 
+// The subprocess helpers are internal/proctest's, shared with internal/app.
 var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	binary      = proctest.Binary
+	freeAddr    = proctest.FreeAddr
+	writeConfig = proctest.WriteConfig
+	startServe  = proctest.Serve
 )
-
-// binary builds cmd/hookline once per test process.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "hookline-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "hookline")
-		out, err := exec.Command("go", "build", "-race", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("%v: %s", err, out)
-		}
-	})
-	require.NoError(t, buildErr)
-	return binPath
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func writeConfig(t *testing.T, body string) string {
-	p := filepath.Join(t.TempDir(), "hookline.yaml")
-	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
-	return p
-}
-
-type proc struct {
-	cmd    *exec.Cmd
-	out    *syncBuffer
-	addr   string
-	exited chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
-func startServe(t *testing.T, cfgPath, addr string, args ...string) *proc {
-	t.Helper()
-	cmd := exec.Command(binary(t), append([]string{"serve", "--config", cfgPath}, args...)...)
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, out: out, addr: addr, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			t.Logf("hookline output:\n%s", out.String())
-		}
-	})
-	require.Eventually(t, func() bool {
-		select {
-		case <-p.exited:
-			t.Fatalf("hookline exited early:\n%s", out.String())
-		default:
-		}
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 60*time.Second, 50*time.Millisecond)
-	return p
-}
 
 func run(t *testing.T, args ...string) (int, string) {
 	cmd := exec.Command(binary(t), args...)
@@ -207,14 +127,14 @@ func TestSIGTERMDrains(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	require.Eventually(t, func() bool { s, _ := eventState(t, dbURL, "evt_term"); return s == "processing" }, 20*time.Second, 20*time.Millisecond)
 
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.Cmd.Process.Signal(syscall.SIGTERM))
 	close(release) // the in-flight job finishes during the drain
 	select {
-	case <-p.exited:
+	case <-p.Exited:
 	case <-time.After(20 * time.Second):
 		t.Fatal("hookline did not exit within shutdown_timeout")
 	}
-	require.Equal(t, 0, p.cmd.ProcessState.ExitCode(), p.out.String())
+	require.Equal(t, 0, p.Cmd.ProcessState.ExitCode(), p.Out())
 	require.EqualValues(t, 1, got.Load())
 	s, _ := eventState(t, dbURL, "evt_term")
 	require.Equal(t, "completed", s)
@@ -264,8 +184,8 @@ func TestWorkerKilledMidDelivery(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the destination was never called")
 	}
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
-	<-p.exited
+	require.NoError(t, p.Cmd.Process.Signal(syscall.SIGKILL))
+	<-p.Exited
 	s, _ := eventState(t, dbURL, "evt_crash")
 	require.Equal(t, "processing", s, "the killed worker's claim stays processing until its lease runs out")
 

@@ -234,10 +234,7 @@ func TestSendEveryProvider(t *testing.T) {
 			}
 			return out
 		}
-		deadline := time.Now().Add(60 * time.Second)
-		for len(missing()) > 0 && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
+		require.Eventually(t, func() bool { return len(missing()) == 0 }, 60*time.Second, 100*time.Millisecond)
 		require.Empty(t, missing(), "events not forwarded")
 	})
 }

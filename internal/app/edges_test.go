@@ -36,6 +36,7 @@ import (
 	"github.com/hookline/hookline/internal/app"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/pgtest"
+	"github.com/hookline/hookline/internal/proctest"
 	_ "github.com/hookline/hookline/providers/all"
 )
 
@@ -43,123 +44,16 @@ import (
 
 const stripeSecret = "whsec_app_edges_test"
 
+// The subprocess helpers are internal/proctest's, shared with cmd/hookline.
+type proc = proctest.Proc
+
 var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	hooklineBin = proctest.Binary
+	freeAddr    = proctest.FreeAddr
+	writeConfig = proctest.WriteConfig
+	launch      = proctest.Start
+	startServe  = proctest.Serve
 )
-
-// hooklineBin builds cmd/hookline once per test process (with -race, like
-// cmd/hookline's own process tests).
-func hooklineBin(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "hookline-app-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "hookline")
-		out, err := exec.Command("go", "build", "-race", "-o", binPath, "github.com/hookline/hookline/cmd/hookline").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("%v: %s", err, out)
-		}
-	})
-	require.NoError(t, buildErr)
-	return binPath
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func writeConfig(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "hookline.yaml")
-	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
-	return p
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
-// proc is a `hookline` subprocess.
-type proc struct {
-	cmd    *exec.Cmd
-	out    *syncBuffer
-	addr   string
-	exited chan struct{}
-}
-
-// launch starts `hookline args...` without waiting for it.
-func launch(t *testing.T, addr string, env []string, args ...string) *proc {
-	t.Helper()
-	cmd := exec.Command(hooklineBin(t), args...)
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = append(os.Environ(), env...)
-	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, out: out, addr: addr, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			t.Logf("hookline %v output:\n%s", args, out.String())
-		}
-	})
-	return p
-}
-
-// waitHealthy waits (bounded) until the process answers /healthz.
-func (p *proc) waitHealthy(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		select {
-		case <-p.exited:
-			t.Fatalf("hookline exited early:\n%s", p.out.String())
-		default:
-		}
-		if code, _, _ := get(p.baseURL() + "/healthz"); code == http.StatusOK {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hookline did not answer /healthz within 90s:\n%s", p.out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func (p *proc) baseURL() string { return "http://" + p.addr }
-
-// sigkill kills the process and waits for it.
-func (p *proc) sigkill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-}
-
-// startServe runs `hookline serve --config cfg args...` and waits for /healthz.
-func startServe(t *testing.T, cfgPath, addr string, args ...string) *proc {
-	t.Helper()
-	p := launch(t, addr, nil, append([]string{"serve", "--config", cfgPath}, args...)...)
-	p.waitHealthy(t)
-	return p
-}
 
 var testClient = &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
 
@@ -476,7 +370,7 @@ sources:
 	record := func(a answer) {
 		fmt.Fprintf(&answers, "%d %v %s\n", a.Status, a.Header, a.Body)
 	}
-	base := p.baseURL()
+	base := p.BaseURL()
 	good := postEvent(testClient, base, "s", "evt_secret_ok", srcSecret)
 	require.Equal(t, http.StatusOK, good.Status, good.Body)
 	record(good)
@@ -518,7 +412,7 @@ sources:
 
 	// Invalid configurations next to real secrets: each error names the
 	// field, never the secret.
-	outputs := []string{p.out.String()}
+	outputs := []string{p.Out()}
 	bad := []string{
 		strings.Replace(cfg, "provider: stripe", "provider: nope", 1),
 		strings.Replace(cfg, "lease: 3s", "lease: 3s\n    tolerance: -1s", 1),
@@ -535,10 +429,10 @@ sources:
 		}
 	}
 
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	<-p.exited
-	outputs = append(outputs, p.out.String(), answers.String())
-	require.Contains(t, p.out.String(), `"level":"DEBUG"`, "debug logging was on")
+	require.NoError(t, p.Cmd.Process.Signal(syscall.SIGTERM))
+	<-p.Exited
+	outputs = append(outputs, p.Out(), answers.String())
+	require.Contains(t, p.Out(), `"level":"DEBUG"`, "debug logging was on")
 	for _, out := range outputs {
 		for _, s := range secrets {
 			require.NotContains(t, out, s, "a secret leaked:\n%s", out)
@@ -615,7 +509,7 @@ func TestAdminListen(t *testing.T) {
 // log line of a rejected delivery.
 func TestRequestIDInLogs(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &proctest.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ip := startApp(t, serveConfig("127.0.0.1:0", pgtest.NewURL(t), "http://127.0.0.1:9/x", "", ""), app.Options{Logger: log})
 
@@ -651,11 +545,11 @@ func TestLogFormats(t *testing.T) {
 		t.Parallel()
 		addr := freeAddr(t)
 		p := startServe(t, writeConfig(t, serveConfig(addr, pgtest.NewURL(t), "http://127.0.0.1:9/x", "", "")), addr)
-		require.Equal(t, http.StatusUnauthorized, postEvent(testClient, p.baseURL(), "s", "evt_log", "whsec_wrong").Status)
-		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-		<-p.exited
-		require.Equal(t, 0, p.cmd.ProcessState.ExitCode())
-		lines := strings.Split(strings.TrimSpace(p.out.String()), "\n")
+		require.Equal(t, http.StatusUnauthorized, postEvent(testClient, p.BaseURL(), "s", "evt_log", "whsec_wrong").Status)
+		require.NoError(t, p.Cmd.Process.Signal(syscall.SIGTERM))
+		<-p.Exited
+		require.Equal(t, 0, p.Cmd.ProcessState.ExitCode())
+		lines := strings.Split(strings.TrimSpace(p.Out()), "\n")
 		require.GreaterOrEqual(t, len(lines), 3)
 		for _, l := range lines {
 			var m map[string]any
@@ -671,7 +565,7 @@ func TestLogFormats(t *testing.T) {
 		cmd := exec.Command(hooklineBin(t), "dev", "--listen", addr)
 		cmd.Dir = t.TempDir()
 		cmd.Env = append(os.Environ(), "DATABASE_URL="+pgtest.NewURL(t))
-		out := &syncBuffer{}
+		out := &proctest.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		require.NoError(t, cmd.Start())
 		exited := make(chan struct{})

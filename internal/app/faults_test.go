@@ -74,8 +74,11 @@ func states(ctx context.Context, pool *pgxpool.Pool) (map[string]string, error) 
 // sink got each, never concurrently for one key.
 func requireAllCompleted(t *testing.T, pool *pgxpool.Pool, dest *sink, ids []string, within time.Duration) {
 	t.Helper()
+	// Event states live in Postgres: poll them (bounded), there is no signal.
 	deadline := time.Now().Add(within)
-	for {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		st, err := states(ctx, pool)
 		cancel()
@@ -99,7 +102,6 @@ func requireAllCompleted(t *testing.T, pool *pgxpool.Pool, dest *sink, ids []str
 			}
 			t.Fatalf("%d events not completed within %s (err %v):\n%s", len(open), within, err, strings.Join(why, "\n"))
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 	require.LessOrEqual(t, dest.concurrent(), 1, "never two concurrent deliveries for one key")
 	var processing int
@@ -123,10 +125,10 @@ func TestInstancesStartTogether(t *testing.T) {
 		procs = append(procs, launch(t, addr, nil, "serve", "--config", writeConfig(t, serveConfig(addr, dbURL, dest.URL, "", "")), "--role", role))
 	}
 	for _, p := range procs {
-		p.waitHealthy(t)
+		p.WaitHealthy(t, 90*time.Second)
 	}
 	for _, p := range procs {
-		code, _, body := get(p.baseURL() + "/readyz")
+		code, _, body := get(p.BaseURL() + "/readyz")
 		require.Equal(t, http.StatusOK, code, body)
 	}
 	out, err := launchOutput(t, "migrate", "status", "--config", writeConfig(t, serveConfig("127.0.0.1:0", dbURL, dest.URL, "", "")))
@@ -146,7 +148,7 @@ func TestInstancesStartTogether(t *testing.T) {
 	for i := range 20 {
 		p := procs[i%2]
 		wg.Go(func() {
-			a := postEvent(testClient, p.baseURL(), "s", "evt_shared", stripeSecret)
+			a := postEvent(testClient, p.BaseURL(), "s", "evt_shared", stripeSecret)
 			switch {
 			case a.Status == http.StatusOK && strings.Contains(a.Body, `"accepted"`):
 				accepted.Add(1)
@@ -201,7 +203,9 @@ func TestDatabaseErrorsDoNotStrandEvents(t *testing.T) {
 	dbURL, _, ids := terminateWhileDelivering(t, 2, 15*time.Millisecond)
 	pool := connect(t, dbURL)
 	deadline := time.Now().Add(rescueBound + 30*time.Second)
-	for {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
 		st, err := states(context.Background(), pool)
 		var open []string
 		for _, id := range ids {
@@ -215,7 +219,6 @@ func TestDatabaseErrorsDoNotStrandEvents(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d accepted events neither completed nor dead (their River jobs were discarded): %v", len(open), open)
 		}
-		time.Sleep(500 * time.Millisecond)
 	}
 }
 
@@ -234,7 +237,7 @@ func terminateWhileDelivering(t *testing.T, maxAttempts int, period time.Duratio
 		procs = append(procs, launch(t, addr, nil, "serve", "--config", writeConfig(t, cfg)))
 	}
 	for _, p := range procs {
-		p.waitHealthy(t)
+		p.WaitHealthy(t, 90*time.Second)
 	}
 	killer := connect(t, dbURL)
 	ctx, stopKilling := context.WithCancel(context.Background())
@@ -269,7 +272,7 @@ func terminateWhileDelivering(t *testing.T, maxAttempts int, period time.Duratio
 			for i := range perSender {
 				id := fmt.Sprintf("evt_term_%d_%d", s, i)
 				for try := range 30 { // a provider retries 503s
-					a := postEvent(testClient, procs[(s+try)%2].baseURL(), "s", id, stripeSecret)
+					a := postEvent(testClient, procs[(s+try)%2].BaseURL(), "s", id, stripeSecret)
 					if a.Status == http.StatusOK {
 						mu.Lock()
 						got2xx = append(got2xx, id)
@@ -284,7 +287,7 @@ func terminateWhileDelivering(t *testing.T, maxAttempts int, period time.Duratio
 					if a.Header.Get("Retry-After") == "" {
 						t.Errorf("%s: 503 without Retry-After", id)
 					}
-					time.Sleep(50 * time.Millisecond)
+					<-time.After(50 * time.Millisecond) // the provider's pause before its retry
 				}
 			}
 		})
@@ -319,25 +322,25 @@ func TestPostgresRestart(t *testing.T) {
 	var ids []string
 	for i := range 15 {
 		id := fmt.Sprintf("evt_before_%d", i)
-		a := postEvent(testClient, p.baseURL(), "s", id, stripeSecret)
+		a := postEvent(testClient, p.BaseURL(), "s", id, stripeSecret)
 		require.Equal(t, http.StatusOK, a.Status, a.Body)
 		ids = append(ids, id)
 	}
 	require.NoError(t, cluster.Stop()) // deliveries are in flight at the sink
-	a := postEvent(testClient, p.baseURL(), "s", "evt_down", stripeSecret)
+	a := postEvent(testClient, p.BaseURL(), "s", "evt_down", stripeSecret)
 	require.Equal(t, http.StatusServiceUnavailable, a.Status, a.Body)
 	restarted, err := pgcluster.Start(context.Background(), pgcluster.Options{Dir: cluster.Dir, Port: cluster.Port, Fast: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = restarted.Stop() })
 
 	require.Eventually(t, func() bool {
-		return postEvent(testClient, p.baseURL(), "s", "evt_after", stripeSecret).Status == http.StatusOK
+		return postEvent(testClient, p.BaseURL(), "s", "evt_after", stripeSecret).Status == http.StatusOK
 	}, 30*time.Second, 100*time.Millisecond, "ingest recovers without a restart of hookline")
-	code, _, body := get(p.baseURL() + "/readyz")
+	code, _, body := get(p.BaseURL() + "/readyz")
 	require.Equal(t, http.StatusOK, code, body)
 	requireAllCompleted(t, connect(t, dbURL), dest, append(ids, "evt_after"), rescueBound)
 	select {
-	case <-p.exited:
+	case <-p.Exited:
 		t.Fatal("hookline exited")
 	default:
 	}
@@ -385,7 +388,7 @@ func TestPostgresOutage(t *testing.T) {
 		code, _, body := getWith(client, ip.url(0)+"/readyz")
 		require.Equal(t, http.StatusServiceUnavailable, code, body)
 		require.Less(t, time.Since(start), outageAnswerBound)
-		time.Sleep(250 * time.Millisecond)
+		<-time.After(250 * time.Millisecond) // pace the probes over the outage
 	}
 	restarted, err := pgcluster.Start(context.Background(), pgcluster.Options{Dir: cluster.Dir, Port: cluster.Port, Fast: true})
 	require.NoError(t, err)
@@ -411,9 +414,12 @@ func TestPostgresOutage(t *testing.T) {
 	client.CloseIdleConnections()
 	dest.CloseClientConnections()
 	require.NoError(t, restarted.Stop()) // its waiter replaces the first cluster's, which has exited
+	// Goroutines ending have no signal to wait on: poll, bounded.
 	deadline := time.Now().Add(15 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for runtime.NumGoroutine() > baseline && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+		<-tick.C
 	}
 	if n := runtime.NumGoroutine(); n > baseline {
 		t.Fatalf("goroutine leak: %d before, %d after shutdown; new ones:\n%s", baseline, n, newGoroutines(before, goroutines()))
@@ -509,7 +515,7 @@ func TestPostgresFrozen(t *testing.T) {
 	cluster, dbURL := pgtest.Cluster(t)
 	addr := freeAddr(t)
 	p := startServe(t, writeConfig(t, serveConfig(addr, dbURL, "http://127.0.0.1:9/x", "", "")), addr)
-	require.Equal(t, http.StatusOK, postEvent(testClient, p.baseURL(), "s", "evt_warm", stripeSecret).Status)
+	require.Equal(t, http.StatusOK, postEvent(testClient, p.BaseURL(), "s", "evt_warm", stripeSecret).Status)
 
 	// The postmaster first (no new backends), then every child: backends
 	// call setsid(), so a process-group signal would miss them.
@@ -539,9 +545,9 @@ func TestPostgresFrozen(t *testing.T) {
 	for wave := range 3 { // three waves of 8 concurrent deliveries
 		for i := range 8 {
 			id := fmt.Sprintf("evt_frozen_%d_%d", wave, i)
-			wg.Go(func() { results <- result{id, postEvent(testClient, p.baseURL(), "s", id, stripeSecret)} })
+			wg.Go(func() { results <- result{id, postEvent(testClient, p.BaseURL(), "s", id, stripeSecret)} })
 		}
-		time.Sleep(time.Second)
+		<-time.After(time.Second) // space the waves while Postgres stays frozen
 	}
 	wg.Wait()
 	close(results)
@@ -564,7 +570,7 @@ func TestPostgresFrozen(t *testing.T) {
 	}
 	thawed := time.Now()
 	require.Eventually(t, func() bool {
-		return postEvent(testClient, p.baseURL(), "s", "evt_thawed", stripeSecret).Status == http.StatusOK
+		return postEvent(testClient, p.BaseURL(), "s", "evt_thawed", stripeSecret).Status == http.StatusOK
 	}, 30*time.Second, 100*time.Millisecond)
 	t.Logf("slowest answer while frozen: %s; accepting again %s after the thaw", slowest.Round(time.Millisecond), time.Since(thawed).Round(time.Millisecond))
 }
@@ -592,18 +598,20 @@ func TestCrashOnFinalAttempt(t *testing.T) {
 	cfg := strings.Replace(serveConfig("ADDR", dbURL, dest.URL, "", ""), "max_attempts: 5", "max_attempts: 1", 1)
 	addr := freeAddr(t)
 	p := startServe(t, writeConfig(t, strings.Replace(cfg, "ADDR", addr, 1)), addr)
-	require.Equal(t, http.StatusOK, postEvent(testClient, p.baseURL(), "s", "evt_last", stripeSecret).Status)
+	require.Equal(t, http.StatusOK, postEvent(testClient, p.BaseURL(), "s", "evt_last", stripeSecret).Status)
 	select {
 	case <-first:
 	case <-time.After(30 * time.Second):
 		t.Fatal("never delivered")
 	}
-	p.sigkill()
+	p.Kill()
 	addr2 := freeAddr(t)
 	startServe(t, writeConfig(t, strings.Replace(cfg, "ADDR", addr2, 1)), addr2)
 	pool := connect(t, dbURL)
 	deadline := time.Now().Add(rescueBound)
-	for {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
 		st, err := states(context.Background(), pool)
 		if err == nil && (st["evt_last"] == "completed" || st["evt_last"] == "dead") {
 			return
@@ -615,7 +623,7 @@ func TestCrashOnFinalAttempt(t *testing.T) {
 			t.Fatalf("the event is still %q %s after its worker crashed on the last attempt; its River job is %s",
 				st["evt_last"], rescueBound, job)
 		}
-		time.Sleep(500 * time.Millisecond)
+		<-tick.C
 	}
 }
 
@@ -644,7 +652,7 @@ func TestAttemptNotBurntBeforeClaim(t *testing.T) {
 	// Ingest only first, so the event exists before any worker runs.
 	addr := freeAddr(t)
 	in := startServe(t, writeConfig(t, strings.Replace(cfg, "ADDR", addr, 1)), addr, "--role", "ingest")
-	require.Equal(t, http.StatusOK, postEvent(testClient, in.baseURL(), "s", "evt_burnt", stripeSecret).Status)
+	require.Equal(t, http.StatusOK, postEvent(testClient, in.BaseURL(), "s", "evt_burnt", stripeSecret).Status)
 
 	// Hold the event's row so the worker's claim transaction blocks.
 	tx, err := pool.Begin(ctx)
@@ -659,7 +667,7 @@ func TestAttemptNotBurntBeforeClaim(t *testing.T) {
 		return pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
 			AND wait_event_type = 'Lock' AND query LIKE '%hookline_events%'`).Scan(&n) == nil && n > 0
 	}, 30*time.Second, 50*time.Millisecond, "the worker's claim transaction blocks on the row lock")
-	w.sigkill()
+	w.Kill()
 	require.NoError(t, tx.Rollback(ctx))
 
 	addr3 := freeAddr(t)
