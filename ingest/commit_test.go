@@ -1,7 +1,10 @@
 package ingest
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,4 +59,64 @@ func BenchmarkHeadersJSON(b *testing.B) {
 			_ = string(out)
 		}
 	})
+}
+
+// singleResponseJSON must mean what c.JSON of the response struct means,
+// whatever the event id holds.
+func TestSingleResponseJSON(t *testing.T) {
+	t.Parallel()
+	type singleResponse struct {
+		Status  string `json:"status"`
+		Source  string `json:"source"`
+		EventID string `json:"event_id"`
+	}
+	for _, id := range []string{"evt_1", `q"u\o`, "<a>&", "héllo ☃", "a\xffb", "ctl\x00\x1f\n", ""} {
+		got := singleResponseJSON("accepted", "stripe", id)
+		require.True(t, json.Valid(got), "%q", got)
+		require.Equal(t, byte('\n'), got[len(got)-1], "ends with a newline, as c.JSON")
+		want, err := json.Marshal(singleResponse{Status: "accepted", Source: "stripe", EventID: id})
+		require.NoError(t, err)
+		var g, w singleResponse
+		require.NoError(t, json.Unmarshal(got, &g))
+		require.NoError(t, json.Unmarshal(want, &w))
+		require.Equal(t, w, g)
+	}
+}
+
+// readBody reads exactly the body, with or without a Content-Length, and
+// refuses more than the limit either way.
+func TestReadBody(t *testing.T) {
+	t.Parallel()
+	body := bytes.Repeat([]byte("0123456789"), 150)
+	for _, tc := range []struct {
+		name    string
+		length  int64 // -1: unknown (chunked)
+		limit   int64
+		wantErr bool
+	}{
+		{"exact", int64(len(body)), 1 << 20, false},
+		{"chunked", -1, 1 << 20, false},
+		{"at the limit", int64(len(body)), int64(len(body)), false},
+		{"chunked over the limit", -1, 100, true},
+		{"declared over the limit", int64(len(body)), 100, true},
+		{"empty", 0, 100, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := body
+			if tc.length == 0 {
+				b = nil
+			}
+			req := httptest.NewRequest(http.MethodPost, "/webhooks/x", bytes.NewReader(b))
+			req.ContentLength = tc.length
+			got, err := readBody(httptest.NewRecorder(), req, tc.limit)
+			if tc.wantErr {
+				var mbe *http.MaxBytesError
+				require.ErrorAs(t, err, &mbe)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, len(b), len(got))
+			require.True(t, bytes.Equal(b, got))
+		})
+	}
 }

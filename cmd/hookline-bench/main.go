@@ -74,6 +74,7 @@ type options struct {
 	drainTimeout time.Duration
 	keep         bool
 	ingestOnly   bool
+	noDrain      bool
 	replot       bool
 	pgURL        string
 	verbose      bool
@@ -138,6 +139,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 0, "how long to wait for accepted events to be processed (default 120s + 10 x -d)")
 	fs.StringVar(&o.pgURL, "pg", "", "use this PostgreSQL server (a URL whose role may CREATE DATABASE) instead of a throwaway cluster")
 	fs.BoolVar(&o.ingestOnly, "ingest-only", false, "diagnostic: run hookline --role ingest during the load (no workers competing for the CPU), then a --role worker process to drain and check; e2e then includes that late start")
+	fs.BoolVar(&o.noDrain, "no-drain", false, "diagnostic: measure the load phase only; do not wait for processing and do not check counts (CHECK shows unchecked)")
 	fs.BoolVar(&o.replot, "replot", false, "only redraw <out>/chart.svg from <out>/results.json")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (Postgres data and logs)")
 	fs.BoolVar(&o.verbose, "v", false, "log progress")

@@ -77,6 +77,7 @@ type Result struct {
 	Double       int                `json:"double"`
 	Stray        int                `json:"stray"`
 	Problem      string             `json:"problem,omitempty"`
+	Unchecked    bool               `json:"unchecked,omitempty"` // -no-drain: counts not checked
 }
 
 func (r *Result) fill(ld *loadResult) {
@@ -148,6 +149,9 @@ func printHeader(w io.Writer) {
 
 func printRow(w io.Writer, r *Result) {
 	check := fmt.Sprintf("LOST=%d DOUBLE=%d", r.Lost, r.Double)
+	if r.Unchecked {
+		check = "unchecked (-no-drain)"
+	}
 	if r.OtherCPUPct >= 5 {
 		check += fmt.Sprintf(" [other processes used %.0f%% of the CPU: noisy]", r.OtherCPUPct)
 	}

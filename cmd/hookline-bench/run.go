@@ -438,6 +438,14 @@ func (b *bench) runOne(ctx context.Context, mode string, c int, rateGuess float6
 	}
 	var cpu time.Duration
 	var rss int64
+	if b.o.noDrain {
+		r.MeanBatch = meanBatch(in.url)
+		r.PeakRSSMB = float64(in.peakRSS()) / (1 << 20)
+		r.fill(ld)
+		r.CPUPer1k, r.PGCPUPer1k = r.LoadCPUPer1k, r.LoadPGCPUPer1k
+		r.Unchecked = true
+		return r, nil
+	}
 	if b.o.ingestOnly {
 		// The ingest process is done: account for it, stop it and let a
 		// worker process drain the queue.
