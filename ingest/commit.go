@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -148,20 +149,26 @@ func (s *store) commitTx(ctx context.Context, tx pgx.Tx, ds []*Delivery) ([][]Ev
 	src := make([]string, len(ds))
 	recv := make([]time.Time, len(ds))
 	cts := make([]string, len(ds))
-	hdrs := make([]string, len(ds))
+	hdrs := make([][]byte, len(ds))
 	bodyAt, bodyLen := make([]int32, len(ds)), make([]int32, len(ds))
-	size := 0
-	for _, d := range ds {
-		size += len(d.Body)
-	}
-	bodies := make([]byte, 0, size)
-	var hbuf []byte
+	// The bodies and the headers' JSON are laid out in two buffers reused
+	// from call to call: per batch they are tens of kilobytes.
+	bodyBuf, hdrBuf := getBuf(), getBuf()
+	defer putBuf(bodyBuf)
+	defer putBuf(hdrBuf)
+	bodies, hjson := (*bodyBuf)[:0], (*hdrBuf)[:0]
+	hAt := make([]int, len(ds)+1)
 	for i, d := range ds {
-		hbuf = appendHeadersJSON(hbuf[:0], d.Headers)
-		src[i], recv[i], cts[i], hdrs[i] = d.Source.Name, d.ReceivedAt, d.ContentType, string(hbuf)
+		src[i], recv[i], cts[i] = d.Source.Name, d.ReceivedAt, d.ContentType
+		hjson = appendHeadersJSON(hjson, d.Headers)
+		hAt[i+1] = len(hjson)
 		bodyAt[i], bodyLen[i] = int32(len(bodies)+1), int32(len(d.Body)) // substring counts from 1
 		bodies = append(bodies, d.Body...)
 	}
+	for i := range ds {
+		hdrs[i] = hjson[hAt[i]:hAt[i+1]:hAt[i+1]]
+	}
+	*bodyBuf, *hdrBuf = bodies, hjson
 
 	// One upsert row per distinct key, sorted to avoid deadlocks between
 	// concurrent batches.
@@ -293,7 +300,8 @@ func (s *store) commitTx(ctx context.Context, tx pgx.Tx, ds []*Delivery) ([][]Ev
 	}
 	if len(dead) > 0 {
 		n := len(dead)
-		dSrc, dID, dType, dCT, dHdr := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		dSrc, dID, dType, dCT := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		dHdr := make([][]byte, n)
 		dDeliv := make([]int64, n)
 		dPayload := make([][]byte, n)
 		for i, r := range dead {
@@ -311,6 +319,21 @@ func (s *store) commitTx(ctx context.Context, tx pgx.Tx, ds []*Delivery) ([][]Ev
 		}
 	}
 	return out, nil
+}
+
+// bufPool holds the buffers commitTx lays a batch's bodies and headers out
+// in. Buffers past maxPooledBuf (a batch of large bodies) are left to the GC.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+const maxPooledBuf = 4 << 20
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if cap(*b) <= maxPooledBuf {
+		*b = (*b)[:0]
+		bufPool.Put(b)
+	}
 }
 
 // IsUnavailable reports whether err means the database could not be reached

@@ -70,7 +70,7 @@ type Config struct {
 	// Batch turns on group commit (see batcher); false is one transaction
 	// per request.
 	Batch bool
-	// BatchSize caps deliveries per transaction (default 64); BatchWait is
+	// BatchSize caps deliveries per transaction (default 32); BatchWait is
 	// how long a committer lingers for company (default 0).
 	BatchSize int
 	BatchWait time.Duration
@@ -110,7 +110,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxBodyBytes = 1 << 20
 	}
 	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 64
+		cfg.BatchSize = 32
 	}
 	if cfg.Committers <= 0 {
 		cfg.Committers = 4

@@ -36,7 +36,7 @@ const (
 	DefaultMaxAttempts       = 10
 	DefaultBackoffMin        = time.Second
 	DefaultBackoffMax        = time.Hour
-	DefaultBatchSize         = 64
+	DefaultBatchSize         = 32
 	DefaultBatchWait         = 2 * time.Millisecond
 	DefaultQueueTimeout      = 3 * time.Second
 	DefaultPoolSize          = 20
@@ -90,7 +90,7 @@ type Ingest struct {
 	// Batch: group commit (default true). false is the naive mode, one
 	// transaction per request, kept for comparison.
 	Batch *bool `yaml:"batch"`
-	// BatchSize caps the deliveries committed together (default 64).
+	// BatchSize caps the deliveries committed together (default 32).
 	BatchSize int `yaml:"batch_size"`
 	// BatchWait is how long a batch may wait for company once the committer
 	// is busy (default 0: take what is waiting, never hold a lone request).
