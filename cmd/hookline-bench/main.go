@@ -73,7 +73,7 @@ type options struct {
 	maxEvents    int
 	drainTimeout time.Duration
 	keep         bool
-	ingestOnly   bool
+	colocated    bool
 	noDrain      bool
 	replot       bool
 	pgURL        string
@@ -138,7 +138,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.maxEvents, "max-events", 0, "stop a run after this many new events (0: no limit; the duration still applies)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 0, "how long to wait for accepted events to be processed (default 120s + 10 x -d)")
 	fs.StringVar(&o.pgURL, "pg", "", "use this PostgreSQL server (a URL whose role may CREATE DATABASE) instead of a throwaway cluster")
-	fs.BoolVar(&o.ingestOnly, "ingest-only", false, "diagnostic: run hookline --role ingest during the load (no workers competing for the CPU), then a --role worker process to drain and check; e2e then includes that late start")
+	fs.BoolVar(&o.colocated, "colocated", false, "run one hookline --role all during the load (workers compete with ingest for the same CPUs) instead of the default: --role ingest during the load, then a --role worker process that drains the queue (processed/s is measured over that drain)")
 	fs.BoolVar(&o.noDrain, "no-drain", false, "diagnostic: measure the load phase only; do not wait for processing and do not check counts (CHECK shows unchecked)")
 	fs.BoolVar(&o.replot, "replot", false, "only redraw <out>/chart.svg from <out>/results.json")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (Postgres data and logs)")

@@ -58,11 +58,19 @@ type Result struct {
 	P99ms          float64 `json:"ack_p99_ms"`
 	Maxms          float64 `json:"ack_max_ms"`
 	EndToEndPerSec float64 `json:"e2e_events_per_s"`
+	// ProcessedPerSec is events fully processed (delivered, completed) per
+	// second: accepted events / (last completion - the worker's start). With
+	// -colocated the worker starts with the load, so it equals e2e.
+	ProcessedPerSec float64 `json:"processed_per_s"`
+	// The processing phase's CPU per 1,000 events (default topology only:
+	// the worker process and Postgres from the worker's start to the last completion).
+	ProcCPUPer1k   float64 `json:"processing_hookline_cpu_s_per_1k,omitempty"`
+	ProcPGCPUPer1k float64 `json:"processing_postgres_cpu_s_per_1k,omitempty"`
 	DrainSec       float64 `json:"drain_after_load_s"`
 	CPUPer1k       float64 `json:"hookline_cpu_s_per_1k"`
 	PGCPUPer1k     float64 `json:"postgres_cpu_s_per_1k"`
 	BenchCPUPer1k  float64 `json:"bench_cpu_s_per_1k"`
-	// During the load only (with -ingest-only: the cost of ingest alone).
+	// During the load only (default topology: the cost of ingest alone).
 	LoadCPUPer1k   float64 `json:"load_hookline_cpu_s_per_1k"`
 	LoadPGCPUPer1k float64 `json:"load_postgres_cpu_s_per_1k"`
 	// Share of the machine's CPU during the load, by process (the bench
@@ -141,10 +149,10 @@ func settingsOf(o options) map[string]any {
 	}
 }
 
-const rowFormat = "%-8s %5s %11s %9s %9s %9s %10s %9s %8s %9s %8s %6s %s\n"
+const rowFormat = "%-8s %5s %11s %7s %7s %7s %8s %8s %12s %11s %7s %6s %5s %s\n"
 
 func printHeader(w io.Writer) {
-	fmt.Fprintf(w, rowFormat, "MODE", "C", "ACCEPTED/s", "P50 ms", "P99 ms", "MAX ms", "E2E ev/s", "CPU s/1k", "pg s/1k", "RSS MB", "batch", "503s", "CHECK")
+	fmt.Fprintf(w, rowFormat, "MODE", "C", "ACCEPTED/s", "P50 ms", "P99 ms", "MAX ms", "HL s/1k", "PG s/1k", "PROCESSED/s", "HL+PG s/1k", "RSS MB", "batch", "503s", "CHECK")
 }
 
 func printRow(w io.Writer, r *Result) {
@@ -162,9 +170,16 @@ func printRow(w io.Writer, r *Result) {
 	if r.MeanBatch > 0 {
 		batch = fmt.Sprintf("%.1f", r.MeanBatch)
 	}
+	proc, procCPU := "-", "-"
+	if r.ProcessedPerSec > 0 {
+		proc = fmt.Sprintf("%.0f", r.ProcessedPerSec)
+	}
+	if r.ProcCPUPer1k > 0 {
+		procCPU = fmt.Sprintf("%.3f", r.ProcCPUPer1k+r.ProcPGCPUPer1k)
+	}
 	fmt.Fprintf(w, rowFormat, r.Mode, fmt.Sprint(r.Concurrency), fmt.Sprintf("%.0f", r.AcceptedPerSec),
 		fmt.Sprintf("%.1f", r.P50ms), fmt.Sprintf("%.1f", r.P99ms), fmt.Sprintf("%.1f", r.Maxms),
-		fmt.Sprintf("%.0f", r.EndToEndPerSec), fmt.Sprintf("%.3f", r.CPUPer1k), fmt.Sprintf("%.3f", r.PGCPUPer1k),
+		fmt.Sprintf("%.3f", r.LoadCPUPer1k), fmt.Sprintf("%.3f", r.LoadPGCPUPer1k), proc, procCPU,
 		fmt.Sprintf("%.0f", r.PeakRSSMB), batch, fmt.Sprint(r.Unavailable+r.Errors), check)
 }
 
@@ -364,8 +379,8 @@ func fmtNum(v float64) string {
 }
 
 func topology(o options) string {
-	if o.ingestOnly {
-		return "--role ingest during the load, workers after"
+	if o.colocated {
+		return "--role all: workers run during the load"
 	}
-	return "--role all: workers run during the load"
+	return "--role ingest during the load, then --role worker drains"
 }

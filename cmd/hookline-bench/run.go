@@ -366,9 +366,9 @@ func (b *bench) runOne(ctx context.Context, mode string, c int, rateGuess float6
 		}
 		return b.configYAML(mode, db, fmt.Sprintf("127.0.0.1:%d", port), b.dest.url+"/hooks/"+name), port, nil
 	}
-	role := app.RoleAll
-	if b.o.ingestOnly {
-		role = app.RoleIngest
+	role := app.RoleIngest
+	if b.o.colocated {
+		role = app.RoleAll
 	}
 	cfgText, port, err := cfgFor()
 	if err != nil {
@@ -438,6 +438,7 @@ func (b *bench) runOne(ctx context.Context, mode string, c int, rateGuess float6
 	}
 	var cpu time.Duration
 	var rss int64
+	procStart, procPG0 := ld.first, pg0
 	if b.o.noDrain {
 		r.MeanBatch = meanBatch(in.url)
 		r.PeakRSSMB = float64(in.peakRSS()) / (1 << 20)
@@ -446,7 +447,7 @@ func (b *bench) runOne(ctx context.Context, mode string, c int, rateGuess float6
 		r.Unchecked = true
 		return r, nil
 	}
-	if b.o.ingestOnly {
+	if !b.o.colocated {
 		// The ingest process is done: account for it, stop it and let a
 		// worker process drain the queue.
 		cpu, rss = in.cpu()-cpu0, in.peakRSS()
@@ -458,6 +459,9 @@ func (b *bench) runOne(ctx context.Context, mode string, c int, rateGuess float6
 		if cfgText, port, err = cfgFor(); err != nil {
 			return nil, err
 		}
+		// Processing is timed from before the worker starts (its start-up,
+		// ~0.2 s, counts against it): it may work before /readyz answers.
+		procStart, procPG0 = time.Now(), pgCPU(b.pmPid)
 		if in, err = b.start(ctx, name+"_worker", cfgText, port, app.RoleWorker); err != nil {
 			return nil, err
 		}
@@ -497,9 +501,10 @@ func (b *bench) runOne(ctx context.Context, mode string, c int, rateGuess float6
 	pg1, self1 := pgCPU(b.pmPid), selfCPU()
 	cpu += in.cpu() - cpu0
 	rss = max(rss, in.peakRSS())
-	if !b.o.ingestOnly {
+	if b.o.colocated {
 		r.MeanBatch = meanBatch(in.url)
 	}
+	workerCPU := in.cpu() - cpu0
 	r.PeakRSSMB = float64(rss) / (1 << 20)
 	var lastDone *time.Time
 	_ = pool.QueryRow(ctx, `SELECT max(completed_at) FROM hookline_events`).Scan(&lastDone)
@@ -513,6 +518,13 @@ func (b *bench) runOne(ctx context.Context, mode string, c int, rateGuess float6
 		if lastDone != nil {
 			r.EndToEndPerSec = float64(n) / lastDone.Sub(ld.first).Seconds()
 			r.DrainSec = max(0, lastDone.Sub(ld.last).Seconds())
+			if s := lastDone.Sub(procStart).Seconds(); s > 0 {
+				r.ProcessedPerSec = float64(n) / s
+			}
+		}
+		if !b.o.colocated {
+			r.ProcCPUPer1k = workerCPU.Seconds() / float64(n) * 1000
+			r.ProcPGCPUPer1k = (pg1 - procPG0).Seconds() / float64(n) * 1000
 		}
 		r.CPUPer1k = cpu.Seconds() / float64(n) * 1000
 		r.PGCPUPer1k = (pg1 - pg0).Seconds() / float64(n) * 1000
