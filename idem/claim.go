@@ -258,7 +258,7 @@ func (s *Store) claim(ctx context.Context, q DB, sp spec) (*Claim, error) {
 			token     int64
 			expiresAt time.Time
 		)
-		err := q.QueryRow(ctx, s.sql.claim, sp.key, sp.holder, sp.lease.Microseconds(), sp.overrideBefore).Scan(&token, &expiresAt)
+		err := q.QueryRow(ctx, s.sql.claim, sp.claimArgs()...).Scan(&token, &expiresAt)
 		if err == nil {
 			c := &Claim{store: s, spec: sp, token: token, expiresAt: expiresAt}
 			emit(s.telemetry.Claimed, c.event(StateProcessing))

@@ -453,3 +453,72 @@ func competeFor(t *testing.T, store *idem.Store, d time.Duration, segment, holde
 		<-tick.C
 	}
 }
+
+// TestStatements: a claim taken and completed through the embeddable
+// statements behaves like Claim and Complete, telemetry included.
+func TestStatements(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, bundle := setup(t)
+	o := opts("evt_stmt", "h1")
+
+	st, err := store.ClaimStatement(o)
+	require.NoError(t, err)
+	require.Len(t, st.Args, 4)
+	// Embedded as a CTE, with a write of the caller's that depends on it.
+	sql := `WITH claim AS (` + st.SQL + `),
+		w AS (INSERT INTO work_log (key, holder) SELECT $5, $6 FROM claim)
+		SELECT token, expires_at FROM claim`
+	var token int64
+	var expiresAt time.Time
+	require.NoError(t, bundle.pool.QueryRow(ctx, sql, append(st.Args, fullKey("evt_stmt"), "h1")...).Scan(&token, &expiresAt))
+	claim, err := store.ClaimFromRow(o, token, expiresAt)
+	require.NoError(t, err)
+	require.Equal(t, fullKey("evt_stmt"), claim.Key())
+	require.Equal(t, token, claim.Token())
+	require.Equal(t, "h1", claim.Holder())
+	require.True(t, claim.ExpiresAt().Equal(expiresAt))
+	require.Equal(t, []string{"h1"}, bundle.workHolders(t))
+
+	// Refused: no row, and the caller's write does not happen.
+	st2, err := store.ClaimStatement(opts("evt_stmt", "h2"))
+	require.NoError(t, err)
+	require.Equal(t, st.SQL, st2.SQL, "the SQL depends only on the table")
+	err = bundle.pool.QueryRow(ctx, sql, append(st2.Args, fullKey("evt_stmt"), "h2")...).Scan(&token, &expiresAt)
+	require.ErrorIs(t, err, pgx.ErrNoRows)
+	require.Equal(t, []string{"h1"}, bundle.workHolders(t))
+	_, err = store.Claim(ctx, nil, opts("evt_stmt", "h2"))
+	var dup *idem.DuplicateError
+	require.ErrorAs(t, err, &dup)
+	require.Equal(t, "h1", dup.Holder)
+
+	// Complete through the statement.
+	cs := claim.CompleteStatement()
+	require.Len(t, cs.Args, 3)
+	csql := `WITH claim AS (` + cs.SQL + `) SELECT count(*) FROM claim`
+	var n int64
+	require.NoError(t, bundle.pool.QueryRow(ctx, csql, cs.Args...).Scan(&n))
+	require.NoError(t, claim.ReportCompleted(n))
+	row, ok := bundle.row(t, fullKey("evt_stmt"))
+	require.True(t, ok)
+	require.Equal(t, "completed", row.State)
+	require.NotNil(t, row.CompletedAt)
+
+	// Again: the row is no longer processing under the token.
+	require.NoError(t, bundle.pool.QueryRow(ctx, csql, cs.Args...).Scan(&n))
+	require.Zero(t, n)
+	require.ErrorIs(t, claim.ReportCompleted(n), idem.ErrLeaseLost)
+	require.ErrorIs(t, claim.Complete(ctx, nil), idem.ErrLeaseLost)
+
+	var kinds []string
+	for _, ev := range bundle.events.take() {
+		kinds = append(kinds, ev.Kind)
+		require.Equal(t, fullKey("evt_stmt"), ev.Key)
+	}
+	require.Equal(t, []string{"claimed", "duplicate", "completed"}, kinds)
+
+	_, err = store.ClaimStatement(opts(" ", "h"))
+	require.ErrorIs(t, err, idem.ErrEmptySegment)
+	_, err = store.ClaimFromRow(opts(" ", "h"), 1, time.Now())
+	require.ErrorIs(t, err, idem.ErrEmptySegment)
+}

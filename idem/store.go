@@ -186,7 +186,7 @@ func names(table string) objectNames {
 // time comparison and computation uses the database clock (now()), never the
 // Go clock. Durations travel as microseconds.
 type statements struct {
-	claim, lookup, complete, renew, release, cleanup string
+	claim, lookup, complete, completeReturning, renew, release, cleanup string
 }
 
 func newStatements(table string) statements {
@@ -221,6 +221,12 @@ FROM %s WHERE key = $1`, n.table),
 SET state = 'completed', expires_at = now() + $3::bigint * interval '1 microsecond',
     completed_at = now(), updated_at = now()
 WHERE key = $1 AND token = $2 AND state = 'processing'`, n.table),
+
+		completeReturning: fmt.Sprintf(`UPDATE %s
+SET state = 'completed', expires_at = now() + $3::bigint * interval '1 microsecond',
+    completed_at = now(), updated_at = now()
+WHERE key = $1 AND token = $2 AND state = 'processing'
+RETURNING token`, n.table),
 
 		renew: fmt.Sprintf(`UPDATE %s
 SET expires_at = now() + $3::bigint * interval '1 microsecond', updated_at = now()

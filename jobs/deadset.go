@@ -496,10 +496,12 @@ type EventStatus struct {
 
 // Event looks up (source, eventID), or returns ErrEventNotFound.
 //
-// hookline_events.state says processing from the moment a worker takes the
-// event until it records the outcome, even if that worker died; so an event
-// is reported processing only while its claim row is processing with a live
-// lease, and queued otherwise (its job will take it over).
+// An unfinished event's hookline_events.state is queued (or processing, as
+// workers before migration 003 wrote while they held the event, even if they
+// died): the worker does not write processing, so that counting an attempt
+// stays a HOT update. An unfinished event is reported processing while its
+// claim row is processing with a live lease, and queued otherwise (its job
+// will take it over).
 func (d *DeadSet) Event(ctx context.Context, source, eventID string) (*EventStatus, error) {
 	key, err := idem.ComposeKey(Namespace, source, eventID)
 	if err != nil {

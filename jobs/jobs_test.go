@@ -240,3 +240,70 @@ func TestRescueAfterIsTheShortestLease(t *testing.T) {
 	require.Equal(t, 2*time.Second, jobs.RescueAfter([]*jobs.Source{{Lease: time.Minute}, {Lease: 2 * time.Second}}))
 	require.Equal(t, 5*time.Minute, jobs.RescueAfter(nil))
 }
+
+// TestClaimWithoutEvent: a job whose event does not exist is cancelled, and
+// the claim its single claim-and-start statement took is given back.
+func TestClaimWithoutEvent(t *testing.T) {
+	t.Parallel()
+	b := start(t, &jobs.Source{Destination: &jobs.Destination{URL: "http://127.0.0.1:1/unused"}}, false)
+	ctx := context.Background()
+	res, err := b.client.Insert(ctx, jobs.EventArgs{Source: "s", EventID: "evt_ghost"}, nil)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var state string
+		_ = b.pool.QueryRow(ctx, `SELECT state FROM river_job WHERE id = $1`, res.Job.ID).Scan(&state)
+		return state == "cancelled"
+	}, 30*time.Second, 20*time.Millisecond)
+	var claims int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_claims WHERE key = 'hookline:s:evt_ghost'`).Scan(&claims))
+	require.Zero(t, claims)
+}
+
+// TestProcessingComesFromTheClaim: while a worker holds an event, its row
+// stays queued (counting the attempt touches no indexed column, so it can be
+// a HOT update) with the attempt counted, and the event lookup reports it
+// processing from the live claim.
+func TestProcessingComesFromTheClaim(t *testing.T) {
+	t.Parallel()
+	running := make(chan *jobs.Event, 1)
+	finish := make(chan struct{})
+	handler := jobs.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *jobs.Event) error {
+		running <- ev
+		select {
+		case <-finish:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	b := start(t, &jobs.Source{Handler: handler}, false)
+	require.Equal(t, "accepted", b.send(t, "evt_held"))
+	var ev *jobs.Event
+	select {
+	case ev = <-running:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the handler never ran")
+	}
+	require.Equal(t, 1, ev.Attempt)
+	require.Equal(t, "charge.succeeded", ev.Type)
+	require.Equal(t, "application/json", ev.ContentType)
+	require.Equal(t, "application/json", ev.Headers.Get("Content-Type"), "handlers get the stored headers")
+	require.JSONEq(t, `{"id":"evt_held","type":"charge.succeeded","created":1764504000}`, string(ev.Body))
+	require.Positive(t, ev.DeliveryID)
+	require.False(t, ev.ReceivedAt.IsZero())
+
+	r := b.event(t, "evt_held")
+	require.Equal(t, "queued", r.State)
+	require.Equal(t, 1, r.Attempts)
+	ds, err := jobs.NewDeadSet(&jobs.DeadSetConfig{Pool: b.pool})
+	require.NoError(t, err)
+	st, err := ds.Event(context.Background(), "s", "evt_held")
+	require.NoError(t, err)
+	require.Equal(t, jobs.EventProcessing, st.State)
+
+	close(finish)
+	b.waitState(t, "evt_held", "completed")
+	st, err = ds.Event(context.Background(), "s", "evt_held")
+	require.NoError(t, err)
+	require.Equal(t, jobs.EventCompleted, st.State)
+}

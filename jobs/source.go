@@ -66,6 +66,10 @@ type Event struct {
 	DeliveryID int64
 	// ReceivedAt is when that delivery was received.
 	ReceivedAt time.Time
+	// rawHeaders are the stored headers as JSON, as loaded; Headers is
+	// decoded from them only for handlers (the HTTP destination does not
+	// forward them).
+	rawHeaders []byte
 }
 
 // IdempotencyKey is "{source}:{event_id}", the same on every attempt.

@@ -1,0 +1,1 @@
+ALTER TABLE hookline_events RESET (fillfactor);
