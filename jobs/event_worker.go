@@ -309,12 +309,15 @@ func (w *EventWorker) complete(ctx context.Context, q idem.DB, src *Source, clai
 // makes this cheap: River's general-purpose JobSetStateIfRunningMany cost
 // more than the rest of the statement together.
 //
-// Each step reads the one before it (FROM claim LEFT JOIN ev …), which
-// makes PostgreSQL run them in this order — claim, event, dead set, job — and
-// so take row locks in the order the transactions of old did. Unreferenced,
-// data-modifying CTEs run in no promised order (in practice the last first),
-// and locking the job before the event deadlocks with ingest, which locks the
-// event row and then waits on the job's unique key.
+// Lock order matters: ingest locks the event row (its upsert) and then the
+// job row (River's unique insert), so this statement must lock the event
+// before the job, or the two deadlock. Data-modifying CTEs run in no
+// promised order, and a join does not force one either (a join whose other
+// side is empty never reads the CTE). What does: an uncorrelated scalar
+// subquery in the job update's WHERE, (SELECT count(*) FROM ev), is a
+// one-time filter that PostgreSQL evaluates — running the event update to
+// completion — before it scans river_job. The event update itself joins the
+// claim, so nothing is locked unless the claim was ours.
 //
 // Parameters after idem's: source, event_id, dedup window (µs), job id.
 func completeSQL(claimSQL string, n int) string {
@@ -326,12 +329,14 @@ func completeSQL(claimSQL string, n int) string {
 		FROM claim WHERE e.source = ` + p(1) + ` AND e.event_id = ` + p(2) + `
 		RETURNING 1),
 	dead AS (
-		DELETE FROM hookline_dead x USING claim LEFT JOIN ev ON true
+		DELETE FROM hookline_dead x
 		WHERE x.source = ` + p(1) + ` AND x.event_id = ` + p(2) + ` AND x.reason = 'failed'
+			AND EXISTS (SELECT 1 FROM claim)
 		RETURNING 1),
 	job AS (
 		UPDATE river_job j SET state = 'completed', finalized_at = now()
-		FROM claim LEFT JOIN dead ON true WHERE j.id = ` + p(4) + ` AND j.state = 'running')
+		WHERE j.id = ` + p(4) + ` AND j.state = 'running'
+			AND (SELECT count(*) FROM ev) >= 0 AND EXISTS (SELECT 1 FROM claim))
 	SELECT count(*) FROM claim`
 }
 
