@@ -92,8 +92,9 @@ type Ingest struct {
 	Batch *bool `yaml:"batch"`
 	// BatchSize caps the deliveries committed together (default 32).
 	BatchSize int `yaml:"batch_size"`
-	// BatchWait is how long a batch may wait for company once the committer
-	// is busy (default 0: take what is waiting, never hold a lone request).
+	// BatchWait is how long a forming batch may wait for company while
+	// another batch is being committed (default 2ms). A request that finds
+	// nothing being committed is written at once, never held.
 	BatchWait Duration `yaml:"batch_wait"`
 	// QueueTimeout bounds how long a request waits for the database before
 	// it is answered 503 (default 3s).
