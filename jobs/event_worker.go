@@ -5,13 +5,15 @@
 //
 // One event job, step by step (EventWorker.Work):
 //
-//  1. In one transaction: claim "hookline:{source}:{event_id}" (fenced by a
-//     token), count the attempt and load the stored payload. Commit, so every
-//     other worker sees the claim.
+//  1. In one statement (atomic, one round trip): claim
+//     "hookline:{source}:{event_id}" (fenced by a token), count the attempt
+//     and load the stored payload. It commits at once, so every other worker
+//     sees the claim.
 //  2. Keep the lease alive while the work runs.
 //  3. Deliver (HTTP destination) or handle (Go handler, inside a transaction).
-//  4. Success: in one transaction, mark the claim completed (only if our
-//     token still holds), the event completed, and the River job completed.
+//  4. Success: in one statement (inside the handler's transaction in
+//     transactional mode), mark the claim completed (only if our token still
+//     holds), the event completed, and the River job completed.
 //     Failure: release the claim and record the error; after the last
 //     attempt the event goes to the dead set with reason failed.
 //
