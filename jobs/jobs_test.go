@@ -64,20 +64,32 @@ func start(t *testing.T, src *jobs.Source, reject bool) *bundle {
 	return &bundle{pool: pool, client: client, ingest: hs.URL + "/webhooks/s"}
 }
 
+// send delivers event id as Stripe would, and returns the answer's status
+// (accepted or duplicate). Like Stripe it retries a 503 (ingest saturated or
+// the database slow, which a loaded test machine can cause), a bounded
+// number of times; any other answer must be 200.
 func (b *bundle) send(t testing.TB, id string) string {
 	t.Helper()
 	body := []byte(`{"id":"` + id + `","type":"charge.succeeded","created":1764504000}`)
-	sig := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: time.Now()}).Header
-	req, _ := http.NewRequest(http.MethodPost, b.ingest, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Stripe-Signature", sig)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var out map[string]any
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	require.Equal(t, http.StatusOK, resp.StatusCode, out)
-	return out["status"].(string)
+	for attempt := 1; ; attempt++ {
+		sig := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: time.Now()}).Header
+		req, _ := http.NewRequest(http.MethodPost, b.ingest, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Stripe-Signature", sig)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		var out map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		require.NoError(t, err)
+		if resp.StatusCode == http.StatusServiceUnavailable && attempt < 30 {
+			require.NotEmpty(t, resp.Header.Get("Retry-After"), "a 503 carries Retry-After")
+			<-time.After(100 * time.Millisecond)
+			continue
+		}
+		require.Equal(t, http.StatusOK, resp.StatusCode, out)
+		return out["status"].(string)
+	}
 }
 
 type eventRow struct {
