@@ -36,8 +36,9 @@ var ErrBusy = errors.New("ingest is saturated")
 //
 // If a batch fails for reasons of the data (a constraint, an oversized row),
 // each of its deliveries is retried on its own so one bad delivery never
-// fails its batch-mates. If it fails because the database is unavailable,
-// every request in it is answered 503.
+// fails its batch-mates. A deadlock or serialization failure runs the batch
+// once more. If it fails because the database is unavailable, every request
+// in it is answered 503.
 type batcher struct {
 	commit   commitFunc
 	maxBatch int
@@ -228,8 +229,12 @@ func (b *batcher) run(batch []*pending) {
 	if b.observe != nil {
 		b.observe(len(ds))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	deadline := time.Now().Add(commitTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	res, err := b.commit(ctx, ds)
+	if isTransient(err) { // a deadlock or serialization failure: once more
+		res, err = b.commit(ctx, ds)
+	}
 	cancel()
 	if err == nil {
 		for i, p := range live {
@@ -243,9 +248,10 @@ func (b *batcher) run(batch []*pending) {
 		}
 		return
 	}
-	// A data error: retry each delivery alone so only the bad one fails.
+	// A data error: retry each delivery alone so only the bad one fails,
+	// within the same bound as the batch (the senders are waiting).
 	for _, p := range live {
-		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(commitTimeout))
 		res, err := b.commit(ctx, []*Delivery{p.d})
 		cancel()
 		if err != nil {

@@ -337,18 +337,36 @@ func putBuf(b *[]byte) {
 }
 
 // IsUnavailable reports whether err means the database could not be reached
-// or the transaction could not complete for reasons of the database, not of
-// the data: the request is answered 503 and the provider retries.
+// or could not complete the transaction for reasons of its own, not of the
+// data: the request is answered 503 and the provider retries. Any other error
+// Postgres reports (a constraint, a value it cannot store, an index entry too
+// large) is the data's: a batch that fails so is retried delivery by
+// delivery, so that only the bad one fails.
 func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		// Class 23 (integrity) and 22 (data) are the data's fault.
-		return !strings.HasPrefix(pgErr.Code, "22") && !strings.HasPrefix(pgErr.Code, "23")
+	if !errors.As(err, &pgErr) {
+		return true // the connection, a timeout, the pool closing
 	}
-	return true
+	switch pgErr.Code[:2] {
+	case "08", // connection exception
+		"40", // transaction rollback: serialization failure, deadlock
+		"53", // insufficient resources: disk full, out of memory, too many connections
+		"57", // operator intervention: shutdown, statement cancelled
+		"58", // system error: I/O
+		"XX": // internal error
+		return true
+	}
+	return false
+}
+
+// isTransient reports whether a batch that failed with err may succeed if
+// simply run again: a serialization failure or a deadlock.
+func isTransient(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
 // appendHeadersJSON appends h as a JSON object (keys sorted, each value an

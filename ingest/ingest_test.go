@@ -3,6 +3,8 @@ package ingest_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +23,7 @@ import (
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/hookline/hookline/ingest"
+	"github.com/hookline/hookline/internal/pgcluster"
 	"github.com/hookline/hookline/internal/pgtest"
 	"github.com/hookline/hookline/providers"
 	"github.com/hookline/hookline/providers/stripe"
@@ -35,9 +38,11 @@ type testBundle struct {
 }
 
 type opts struct {
-	batch       bool
-	onDuplicate ingest.OnDuplicate
-	maxBody     int64
+	batch        bool
+	onDuplicate  ingest.OnDuplicate
+	maxBody      int64
+	maxPending   int64
+	queueTimeout time.Duration
 }
 
 func newStripe(t testing.TB) providers.Provider {
@@ -59,7 +64,10 @@ func setup(t testing.TB, pool *pgxpool.Pool, o opts) *testBundle {
 		IngestRoutes: true,
 		Batch:        o.batch,
 		MaxBodyBytes: o.maxBody,
-		Logger:       slog.New(slog.DiscardHandler),
+		// The deadline a request has for room and for the committer.
+		MaxPendingBytes: o.maxPending,
+		QueueTimeout:    o.queueTimeout,
+		Logger:          slog.New(slog.DiscardHandler),
 		Sources: []*ingest.Source{
 			{Name: "stripe", Provider: newStripe(t), OnDuplicate: o.onDuplicate, MaxAttempts: 3},
 		},
@@ -187,6 +195,31 @@ func TestIngest(t *testing.T) {
 				require.Equal(t, http.StatusBadRequest, post(t, b.url+"/webhooks/stripe", body, "Stripe-Signature", signedStripe(body, time.Now())).Status)
 			})
 
+			t.Run("UnstorableEventID400", func(t *testing.T) {
+				// Postgres text takes neither NUL nor invalid UTF-8, and its
+				// indexes no entry past ~2.7 KB: such ids are refused before
+				// they reach a batch, naming the field.
+				for name, id := range map[string]string{
+					"nul":      `evt_\u0000x`,
+					"utf8":     "evt_\xff\xfe",
+					"too long": strings.Repeat("a", ingest.MaxEventIDBytes+1),
+				} {
+					body := stripeBody(id)
+					a := post(t, b.url+"/webhooks/stripe", body, "Stripe-Signature", signedStripe(body, time.Now()))
+					require.Equal(t, http.StatusBadRequest, a.Status, name)
+					require.Contains(t, a.Body["error"], "event id", name)
+				}
+				// The longest id taken is stored and enqueued, random enough
+				// that Postgres cannot compress the index entries.
+				rnd := make([]byte, ingest.MaxEventIDBytes/2)
+				_, _ = rand.Read(rnd)
+				longest := hex.EncodeToString(rnd)
+				a := postStripe(t, b, longest)
+				require.Equal(t, http.StatusOK, a.Status, a.Body)
+				require.Equal(t, "accepted", a.Body["status"])
+				require.Equal(t, 1, countJobs(t, b.pool, longest))
+			})
+
 			t.Run("StoresRawBodyByteForByte", func(t *testing.T) {
 				body := []byte("{ \"id\" : \"evt_raw\",\n\t\"type\":\"x\",  \"note\": \"h\u00e9llo \u2603 \\u00e9 \U0001F600\" ,\r\n \"n\": 1.50e3 }  \n")
 				a := post(t, b.url+"/webhooks/stripe", body, "Stripe-Signature", signedStripe(body, time.Now()))
@@ -287,4 +320,161 @@ func TestPostgresDown(t *testing.T) {
 			require.Zero(t, n, "nothing answered 503 may be stored")
 		})
 	}
+}
+
+// TestPendingBytesBound: bodies held in memory are bounded. With room for one
+// body only, a second request waits the queue timeout for room and is then
+// answered 503 + Retry-After, unread and unstored, while the first is stuck
+// on its commit; once that commits, requests are taken again.
+func TestPendingBytesBound(t *testing.T) {
+	t.Parallel()
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
+			t.Parallel()
+			room := int64(len(stripeBody("evt_pending_1")) + 10)
+			b := setup(t, nil, opts{batch: batch, maxBody: room, maxPending: room, queueTimeout: 300 * time.Millisecond})
+
+			// Stall every commit: a lock that conflicts with INSERT.
+			ctx := context.Background()
+			lock, err := b.pool.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = lock.Rollback(ctx) }()
+			_, err = lock.Exec(ctx, `LOCK TABLE hookline_deliveries IN SHARE ROW EXCLUSIVE MODE`)
+			require.NoError(t, err)
+
+			first := make(chan answer, 1)
+			go func() { first <- postStripe(t, b, "evt_pending_1") }()
+			// The first request holds the room once it waits on the lock.
+			require.Eventually(t, func() bool {
+				var waiting bool
+				_ = b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database())`).Scan(&waiting)
+				return waiting
+			}, 10*time.Second, 10*time.Millisecond)
+
+			a := postStripe(t, b, "evt_pending_2")
+			require.Equal(t, http.StatusServiceUnavailable, a.Status, a.Body)
+			require.Equal(t, "1", a.RetryAfter)
+			require.Contains(t, a.Body["error"], "saturated")
+
+			require.NoError(t, lock.Rollback(ctx))
+			a = <-first
+			require.Equal(t, http.StatusOK, a.Status, a.Body)
+			require.Equal(t, http.StatusOK, postStripe(t, b, "evt_pending_3").Status)
+			require.Equal(t, 0, countJobs(t, b.pool, "evt_pending_2"), "a refused delivery is not stored")
+			require.Equal(t, 1, countJobs(t, b.pool, "evt_pending_3"))
+		})
+	}
+}
+
+// TestPullThePlugUnderLoad kills PostgreSQL (SIGKILL to every server process,
+// as a power cut would) while 16 senders are mid-stream into the group
+// committer, on a server with fsync and synchronous commit on. Every answer
+// is 200 or 503 + Retry-After; once the kill is done every answer is 503;
+// and after Postgres recovers, every event that was answered 200 is there
+// with its River job: no 2xx was given for an uncommitted event.
+func TestPullThePlugUnderLoad(t *testing.T) {
+	t.Parallel()
+	cluster, dbURL := pgtest.DurableCluster(t)
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	require.NoError(t, err)
+	cfg.ConnConfig.ConnectTimeout = time.Second
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	b := setup(t, pool, opts{batch: true})
+
+	type outcome struct {
+		id         string
+		status     int
+		retryAfter string
+		afterKill  bool // sent after the kill had completed
+	}
+	var (
+		mu       sync.Mutex
+		outcomes []outcome
+		accepted int
+		killed   = make(chan struct{})
+		stop     = make(chan struct{})
+		wg       sync.WaitGroup
+	)
+	client := &http.Client{Timeout: 10 * time.Second}
+	for s := range 16 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				after := false
+				select {
+				case <-killed:
+					after = true
+				default:
+				}
+				id := fmt.Sprintf("evt_plug_%d_%d", s, i)
+				body := stripeBody(id)
+				req, _ := http.NewRequest(http.MethodPost, b.url+"/webhooks/stripe", bytes.NewReader(body))
+				req.Header.Set("Stripe-Signature", signedStripe(body, time.Now()))
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Errorf("%s: %v", id, err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				outcomes = append(outcomes, outcome{id, resp.StatusCode, resp.Header.Get("Retry-After"), after})
+				if resp.StatusCode == http.StatusOK {
+					accepted++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return accepted >= 300 }, 60*time.Second, 5*time.Millisecond)
+	cluster.Kill()
+	close(killed)
+	// Keep sending into the outage until each sender has had a few answers.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, o := range outcomes {
+			if o.afterKill {
+				n++
+			}
+		}
+		return n >= 64
+	}, 60*time.Second, 10*time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	restarted, err := pgcluster.Start(context.Background(), pgcluster.Options{Dir: cluster.Dir, Port: cluster.Port})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = restarted.Stop() })
+
+	var ok []string
+	unavailable := 0
+	for _, o := range outcomes {
+		switch o.status {
+		case http.StatusOK:
+			require.False(t, o.afterKill, "%s answered 200 after Postgres was killed", o.id)
+			ok = append(ok, o.id)
+		case http.StatusServiceUnavailable:
+			require.Equal(t, "1", o.retryAfter, o.id)
+			unavailable++
+		default:
+			t.Fatalf("%s: status %d, want 200 or 503", o.id, o.status)
+		}
+	}
+	require.NotZero(t, unavailable)
+	var stored []string
+	require.Eventually(t, func() bool {
+		err := pool.QueryRow(context.Background(), `SELECT coalesce(array_agg(e.event_id), '{}') FROM hookline_events e
+			WHERE e.event_id = ANY($1) AND EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'hookline.event' AND j.args->>'event_id' = e.event_id)`, ok).Scan(&stored)
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "Postgres did not come back")
+	require.ElementsMatch(t, ok, stored, "every event answered 200 must be stored with its job after the crash")
+	t.Logf("%d answered 200 before the kill, all stored; %d answered 503", len(ok), unavailable)
 }

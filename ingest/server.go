@@ -17,7 +17,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,6 +27,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/hookline/hookline/internal/metrics"
 	"github.com/hookline/hookline/providers"
@@ -78,6 +81,11 @@ type Config struct {
 	Committers int
 	// QueueTimeout bounds the wait for the database before a 503 (default 1s).
 	QueueTimeout time.Duration
+	// MaxPendingBytes bounds the request bodies held in memory at once: read
+	// and waiting for their commit (default 256 MiB, at least MaxBodyBytes).
+	// A request that would go past it waits up to QueueTimeout for room, then
+	// is answered 503 with Retry-After before its body is read.
+	MaxPendingBytes int64
 	// IngestRoutes: false serves only /healthz, /readyz and /metrics
 	// (--role worker).
 	IngestRoutes bool
@@ -87,6 +95,10 @@ type Config struct {
 	Ready func(ctx context.Context) error
 }
 
+// DefaultMaxPendingBytes is Config.MaxPendingBytes when unset (or four
+// bodies of MaxBodyBytes, if that is more).
+const DefaultMaxPendingBytes = 256 << 20
+
 // Server is the HTTP front.
 type Server struct {
 	cfg     Config
@@ -94,6 +106,7 @@ type Server struct {
 	sources map[string]*Source
 	batch   *batcher
 	store   *store
+	pending *semaphore.Weighted // bytes of bodies in memory (MaxPendingBytes)
 	m       *metrics.Metrics
 	log     *slog.Logger
 }
@@ -118,6 +131,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.QueueTimeout <= 0 {
 		cfg.QueueTimeout = time.Second
 	}
+	if cfg.MaxPendingBytes <= 0 {
+		cfg.MaxPendingBytes = max(DefaultMaxPendingBytes, 4*cfg.MaxBodyBytes)
+	}
+	if cfg.MaxPendingBytes < cfg.MaxBodyBytes {
+		return nil, fmt.Errorf("ingest: MaxPendingBytes (%d) is below MaxBodyBytes (%d): a largest body would never fit", cfg.MaxPendingBytes, cfg.MaxBodyBytes)
+	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
 	}
@@ -125,7 +144,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, sources: map[string]*Source{}, m: cfg.Metrics, log: cfg.Logger,
-		store: &store{pool: cfg.Pool, river: cfg.River}}
+		store: &store{pool: cfg.Pool, river: cfg.River}, pending: semaphore.NewWeighted(cfg.MaxPendingBytes)}
 	for _, src := range cfg.Sources {
 		if src.OnDuplicate == "" {
 			src.OnDuplicate = OnDuplicateSkip
@@ -249,6 +268,24 @@ func (s *Server) receive(c echo.Context) error {
 		count(metrics.TooLarge, 1)
 		return c.JSON(http.StatusRequestEntityTooLarge, errorBody{Error: fmt.Sprintf("body exceeds max_body_bytes (%d)", s.cfg.MaxBodyBytes)})
 	}
+	// Room for the body among the pending ones, or 503 within the queue
+	// timeout: memory stays bounded however many senders there are. The
+	// deadline covers the wait for the committer too.
+	deadline := start.Add(s.cfg.QueueTimeout)
+	weight := req.ContentLength
+	if weight < 0 { // chunked: it may grow to the cap
+		weight = s.cfg.MaxBodyBytes
+	}
+	if !s.pending.TryAcquire(weight) {
+		ctx, cancel := context.WithDeadline(req.Context(), deadline)
+		err := s.pending.Acquire(ctx, weight)
+		cancel()
+		if err != nil {
+			s.log.Warn("delivery refused: pending bodies at max_pending_bytes", "source", src.Name, "max_pending_bytes", s.cfg.MaxPendingBytes, "request_id", requestID(c))
+			return unavailable("ingest is saturated; retry later")
+		}
+	}
+	defer s.pending.Release(weight)
 	body, err := readBody(c.Response(), req, s.cfg.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -298,7 +335,7 @@ func (s *Server) receive(c echo.Context) error {
 
 	var results []EventResult
 	if s.batch != nil {
-		results, err = s.batch.Submit(req.Context(), d, s.cfg.QueueTimeout)
+		results, err = s.batch.Submit(req.Context(), d, max(time.Until(deadline), time.Millisecond))
 	} else {
 		ctx, cancel := context.WithTimeout(req.Context(), commitTimeout)
 		var all [][]EventResult
@@ -386,9 +423,12 @@ func resolve(src *Source, pr *providers.Request, d *Delivery) error {
 		if len(items) == 0 {
 			return fmt.Errorf("%w: batch has no items", providers.ErrMalformed)
 		}
-		for _, it := range items {
+		for i, it := range items {
 			if it.Event.ID == "" {
 				return providers.ErrNoEventID
+			}
+			if err := checkEvent(it.Event); err != nil {
+				return fmt.Errorf("batch item %d: %w", i, err)
 			}
 			d.Events = append(d.Events, DeliveryEvent{ID: it.Event.ID, Type: it.Event.Type, Offset: it.Offset, Length: len(it.Body)})
 		}
@@ -415,7 +455,35 @@ func resolve(src *Source, pr *providers.Request, d *Delivery) error {
 	if ev.ID == "" {
 		return fmt.Errorf("%w: the event id resolved empty", providers.ErrNoEventID)
 	}
+	if err := checkEvent(ev); err != nil {
+		return err
+	}
 	d.Events = []DeliveryEvent{{ID: ev.ID, Type: ev.Type, Length: -1}}
+	return nil
+}
+
+// MaxEventIDBytes caps an event id. Postgres indexes (source, event_id) and
+// River indexes the job's arguments; an index entry over ~2.7 KB fails the
+// insert, and the sender would retry it for ever. Real ids are far shorter
+// (Stripe ~30 bytes, composite ids ~100).
+const MaxEventIDBytes = 1024
+
+// checkEvent refuses, as a 400 naming the field, an event id or type that
+// Postgres could not store: a NUL byte or invalid UTF-8 (text columns reject
+// both), or an id past MaxEventIDBytes. Caught here, such a delivery never
+// reaches a batch, so it cannot fail its batch-mates' transaction.
+func checkEvent(ev providers.Event) error {
+	for _, f := range [...]struct{ name, v string }{{"event id", ev.ID}, {"event type", ev.Type}} {
+		switch {
+		case !utf8.ValidString(f.v):
+			return fmt.Errorf("%w: the %s is not valid UTF-8", providers.ErrMalformed, f.name)
+		case strings.IndexByte(f.v, 0) >= 0:
+			return fmt.Errorf("%w: the %s contains a NUL byte", providers.ErrMalformed, f.name)
+		}
+	}
+	if len(ev.ID) > MaxEventIDBytes {
+		return fmt.Errorf("%w: the event id is %d bytes long; hookline takes at most %d", providers.ErrMalformed, len(ev.ID), MaxEventIDBytes)
+	}
 	return nil
 }
 

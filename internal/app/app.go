@@ -160,8 +160,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Ingest, err = ingest.New(ingest.Config{
 		Pool: pool, River: a.River, Sources: inSources, MaxBodyBytes: cfg.MaxBodyBytes,
 		Batch: cfg.BatchEnabled(), BatchSize: cfg.Ingest.BatchSize, BatchWait: cfg.Ingest.BatchWait.D(),
-		QueueTimeout: cfg.Ingest.QueueTimeout.D(), IngestRoutes: opts.Role != RoleWorker,
-		Metrics: a.Metrics, Logger: opts.Logger, Ready: a.ready,
+		QueueTimeout: cfg.Ingest.QueueTimeout.D(), MaxPendingBytes: cfg.Ingest.MaxPendingBytes,
+		IngestRoutes: opts.Role != RoleWorker,
+		Metrics:      a.Metrics, Logger: opts.Logger, Ready: a.ready,
 	})
 	if err != nil {
 		pool.Close()

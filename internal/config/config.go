@@ -39,6 +39,7 @@ const (
 	DefaultBatchSize         = 32
 	DefaultBatchWait         = 2 * time.Millisecond
 	DefaultQueueTimeout      = 3 * time.Second
+	DefaultMaxPendingBytes   = 256 << 20
 	DefaultPoolSize          = 20
 	DefaultDeliveryRetention = 7 * 24 * time.Hour
 )
@@ -99,6 +100,10 @@ type Ingest struct {
 	// QueueTimeout bounds how long a request waits for the database before
 	// it is answered 503 (default 3s).
 	QueueTimeout Duration `yaml:"queue_timeout"`
+	// MaxPendingBytes bounds the request bodies held in memory at once (read,
+	// not yet answered); beyond it a request waits up to QueueTimeout for
+	// room, then gets 503 (default 256 MiB, or 4 x max_body_bytes if more).
+	MaxPendingBytes int64 `yaml:"max_pending_bytes"`
 }
 
 // Database tunes the connection pool.
@@ -267,6 +272,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Ingest.QueueTimeout == 0 {
 		c.Ingest.QueueTimeout = Duration(DefaultQueueTimeout)
+	}
+	if c.Ingest.MaxPendingBytes == 0 {
+		c.Ingest.MaxPendingBytes = max(DefaultMaxPendingBytes, 4*c.MaxBodyBytes)
+	}
+	if c.Ingest.MaxPendingBytes < c.MaxBodyBytes {
+		return field("ingest.max_pending_bytes", "must be at least max_body_bytes (%d)", c.MaxBodyBytes)
 	}
 	if c.Database.MaxConns == 0 {
 		c.Database.MaxConns = DefaultPoolSize

@@ -67,6 +67,7 @@ func TestParseFull(t *testing.T) {
 	require.NotNil(t, id)
 	require.NotNil(t, typ)
 	require.True(t, c.BatchEnabled())
+	require.Equal(t, int64(config.DefaultMaxPendingBytes), c.Ingest.MaxPendingBytes)
 }
 
 func TestValidationNamesTheField(t *testing.T) {
@@ -90,6 +91,17 @@ func TestValidationNamesTheField(t *testing.T) {
 	}
 	for want, src := range cases {
 		_, err := config.Parse([]byte(base+src), env(nil))
+		require.Error(t, err, want)
+		require.True(t, errors.Is(err, config.ErrInvalid), want)
+		require.Contains(t, err.Error(), want, "error %q should name %s", err, want)
+	}
+	// Top-level settings.
+	src := "  - {name: a, provider: stripe, secrets: [s]}\n"
+	for want, top := range map[string]string{
+		"ingest.max_pending_bytes": "max_body_bytes: 4096\ningest: {max_pending_bytes: 1024}\n",
+		"ingest.batch_size":        "ingest: {batch_size: 5000}\n",
+	} {
+		_, err := config.Parse([]byte(top+base+src), env(nil))
 		require.Error(t, err, want)
 		require.True(t, errors.Is(err, config.ErrInvalid), want)
 		require.Contains(t, err.Error(), want, "error %q should name %s", err, want)

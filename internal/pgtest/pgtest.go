@@ -251,6 +251,19 @@ func newPool(t testing.TB, template string) *pgxpool.Pool {
 // from TEST_DATABASE_URL cannot be stopped by a test).
 func Cluster(t testing.TB) (*pgcluster.Cluster, string) {
 	t.Helper()
+	return cluster(t, true)
+}
+
+// DurableCluster is Cluster with fsync and synchronous commit on, as in
+// production: for tests that kill Postgres and then check that every commit
+// it acknowledged survived. Restart it with Fast false as well.
+func DurableCluster(t testing.TB) (*pgcluster.Cluster, string) {
+	t.Helper()
+	return cluster(t, false)
+}
+
+func cluster(t testing.TB, fast bool) (*pgcluster.Cluster, string) {
+	t.Helper()
 	if _, err := pgcluster.FindBinDir(); err != nil {
 		t.Skipf("needs local PostgreSQL binaries to stop and restart a server: %v", err)
 	}
@@ -260,7 +273,7 @@ func Cluster(t testing.TB) (*pgcluster.Cluster, string) {
 	}
 	_ = os.Chmod(dir, 0o755) // the server runs as another user when we are root
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	c, err := pgcluster.Start(context.Background(), pgcluster.Options{Dir: dir, Fast: true})
+	c, err := pgcluster.Start(context.Background(), pgcluster.Options{Dir: dir, Fast: fast})
 	if err != nil {
 		t.Fatalf("pgtest: cluster: %v", err)
 	}

@@ -1,0 +1,90 @@
+package ingest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookline/hookline/internal/pgtest"
+)
+
+// On real Postgres, one delivery that the database refuses fails alone: an
+// event id too large for the (source, event_id) index (past what the HTTP
+// front lets through, so built by hand here) and a header Postgres's jsonb
+// cannot hold (\u0000). Their batch fails as a whole; the batcher retries each
+// delivery on its own, its batch-mates are committed with their jobs, and the
+// bad ones get the database's data error, not a 503-class one.
+func TestBatchIsolatesUnstorableDelivery(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	st := &store{pool: pool, river: rc}
+	src := &Source{Name: "stripe", OnDuplicate: OnDuplicateSkip, MaxAttempts: 3}
+	mk := func(id string, header string) *Delivery {
+		return &Delivery{Source: src, ReceivedAt: time.Now(), ContentType: "application/json",
+			Headers: map[string][]string{"X-Note": {header}}, Body: []byte(`{"id":"` + id + `"}`),
+			Events: []DeliveryEvent{{ID: id, Type: "t", Length: -1}}}
+	}
+	rnd := make([]byte, 2000)
+	_, _ = rand.Read(rnd)
+	huge := hex.EncodeToString(rnd) // 4,000 bytes that do not compress
+
+	for name, bad := range map[string]*Delivery{
+		"index entry too large": mk(huge, "ok"),      // 54000, program limit exceeded
+		"jsonb refuses NUL":     mk("evt_x", "\x00"), // 22P05
+	} {
+		t.Run(name, func(t *testing.T) {
+			pfx := strings.ReplaceAll(name, " ", "_")
+			ds := []*Delivery{mk(pfx+"_1", "ok"), bad, mk(pfx+"_2", "ok"), mk(pfx+"_3", "ok")}
+			_, err := st.commit(context.Background(), ds)
+			require.Error(t, err, "the batch as a whole must fail for this test to mean anything")
+
+			b := newBatcher(st.commit, 1, len(ds), 0, nil)
+			defer b.Close()
+			batch := make([]*pending, len(ds))
+			for i, d := range ds {
+				batch[i] = &pending{ctx: context.Background(), d: d, done: make(chan batchResult, 1)}
+			}
+			b.run(batch)
+			for i, p := range batch {
+				r := <-p.done
+				if p.d == bad {
+					var pgErr *pgconn.PgError
+					require.True(t, errors.As(r.err, &pgErr), "%v", r.err)
+					require.False(t, IsUnavailable(r.err), "a data error, not unavailability: %v", r.err)
+					continue
+				}
+				require.NoError(t, r.err, "delivery %d", i)
+				require.Equal(t, StatusAccepted, r.res[0].Status)
+			}
+			var jobs int
+			require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE args->>'event_id' LIKE $1`, pfx+"%").Scan(&jobs))
+			require.Equal(t, 3, jobs, "the good deliveries are stored and enqueued")
+		})
+	}
+}
+
+func TestIsUnavailable(t *testing.T) {
+	t.Parallel()
+	for code, want := range map[string]bool{
+		"08006": true, "40001": true, "40P01": true, "53100": true, "57P01": true, "57014": true, "58030": true, "XX000": true,
+		"22021": false, "22P05": false, "23505": false, "54000": false, "42P01": false,
+	} {
+		require.Equal(t, want, IsUnavailable(fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: code})), code)
+	}
+	require.True(t, IsUnavailable(context.DeadlineExceeded))
+	require.False(t, IsUnavailable(nil))
+	require.True(t, isTransient(&pgconn.PgError{Code: "40P01"}))
+	require.False(t, isTransient(&pgconn.PgError{Code: "23505"}))
+}
