@@ -125,9 +125,37 @@ func TestChartAndSpeedup(t *testing.T) {
 		{Mode: modeNaive, Concurrency: 64, AcceptedPerSec: 1500, P99ms: 60, EndToEndPerSec: 600},
 		{Mode: modeBatched, Concurrency: 64, AcceptedPerSec: 9000, P99ms: 15, EndToEndPerSec: 950},
 	}}
-	require.Equal(t, map[string]float64{"16": 4, "64": 6}, speedups(rep.Results))
+	require.Equal(t, map[string]float64{"16": 4, "64": 6}, speedups(summarize(rep.Results)))
 	svg := chartSVG(rep)
 	require.True(t, strings.HasPrefix(svg, "<svg") && strings.HasSuffix(svg, "</svg>\n"))
 	// Per mode: accepted/s and e2e/s in the throughput panel, p99 in the latency panel.
 	require.Equal(t, 6, strings.Count(svg, "<polyline"))
+}
+
+// With -repeat, each level's runs are summarised by their medians, and the
+// speed-up is batched/naive of the medians; each round's own ratio is kept.
+func TestSummaryOfRepeatedRuns(t *testing.T) {
+	rs := []Result{
+		{Mode: modeNaive, Concurrency: 64, Round: 1, AcceptedPerSec: 2000, P99ms: 40},
+		{Mode: modeBatched, Concurrency: 64, Round: 1, AcceptedPerSec: 9000, P99ms: 12},
+		{Mode: modeNaive, Concurrency: 64, Round: 2, AcceptedPerSec: 1500, P99ms: 60},
+		{Mode: modeBatched, Concurrency: 64, Round: 2, AcceptedPerSec: 6000, P99ms: 20},
+		{Mode: modeNaive, Concurrency: 64, Round: 3, AcceptedPerSec: 2200, P99ms: 38},
+		{Mode: modeBatched, Concurrency: 64, Round: 3, AcceptedPerSec: 10000, P99ms: 11},
+	}
+	ss := summarize(rs)
+	require.Len(t, ss, 2)
+	require.Equal(t, Summary{Mode: modeNaive, Concurrency: 64, Runs: 3, AcceptedPerSec: 2000, MinAccepted: 1500, MaxAccepted: 2200, P99ms: 40}, ss[0])
+	require.Equal(t, 9000.0, ss[1].AcceptedPerSec)
+	require.Equal(t, 12.0, ss[1].P99ms)
+	require.Equal(t, []float64{4.5, 4, 4.55}, ss[1].PairRatios)
+	require.Equal(t, map[string]float64{"64": 4.5}, speedups(ss))
+
+	var out bytes.Buffer
+	printFooter(&out, &Report{Results: rs, Summary: ss, Speedup: speedups(ss)})
+	require.Contains(t, out.String(), "4.5× 4.0× 4.5×")
+	require.Contains(t, out.String(), "batched vs naive accepted/s (of the medians): c=64 4.5×")
+	svg := chartSVG(&Report{Results: rs, Summary: ss})
+	require.Equal(t, 1, strings.Count(svg, ">9000<"), "the batched median is plotted, once: %s", svg)
+	require.Equal(t, 6, strings.Count(svg, "<circle"), "one point per mode and line, not one per run")
 }

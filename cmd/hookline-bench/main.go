@@ -59,6 +59,7 @@ Flags:
 type options struct {
 	levels       []int
 	modes        []string
+	repeat       int
 	duration     time.Duration
 	dupRatio     float64
 	workers      int
@@ -125,6 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	levels := fs.String("c", "16,64,128", "concurrency levels: comma-separated numbers of concurrent senders")
 	modes := fs.String("modes", "naive,batched", "modes to run, in order at each level: naive (ingest.batch: false), batched (group commit)")
 	fs.DurationVar(&o.duration, "d", 10*time.Second, "load duration per level and mode")
+	fs.IntVar(&o.repeat, "repeat", 1, "runs of each level and mode, the modes taking turns (naive, batched, naive, …) so that both meet the same machine; the summary gives medians and batched/naive of the medians")
 	fs.Float64Var(&o.dupRatio, "dup", 0.10, "share of requests that re-send an already accepted event (0..0.9)")
 	fs.IntVar(&o.workers, "workers", 0, "hookline workers (0: hookline's default)")
 	fs.IntVar(&o.maxConns, "max-conns", 0, "hookline database.max_conns (0: hookline's default)")
@@ -173,6 +175,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			return o, fmt.Errorf("-modes: %q: want naive or batched", m)
 		}
 		o.modes = append(o.modes, m)
+	}
+	if o.repeat < 1 || o.repeat > 50 {
+		return o, fmt.Errorf("-repeat: want 1..50")
 	}
 	if o.duration <= 0 || o.duration > time.Hour {
 		return o, fmt.Errorf("-d: want a duration between 0 and 1h")

@@ -25,7 +25,8 @@ type Report struct {
 	Machine  Machine            `json:"machine"`
 	Settings map[string]any     `json:"settings"`
 	Results  []Result           `json:"results"`
-	Speedup  map[string]float64 `json:"speedup_accepted_per_s"` // batched / naive, by concurrency
+	Summary  []Summary          `json:"summary"`
+	Speedup  map[string]float64 `json:"speedup_accepted_per_s"` // batched / naive of the median accepted/s, by concurrency
 	OK       bool               `json:"ok"`
 }
 
@@ -44,6 +45,7 @@ type Machine struct {
 type Result struct {
 	Mode           string  `json:"mode"`
 	Concurrency    int     `json:"concurrency"`
+	Round          int     `json:"round"` // 1.., with -repeat`
 	DurationSec    float64 `json:"duration_s"`
 	Sent           int     `json:"sent"`
 	DupSent        int     `json:"duplicates_sent"`
@@ -136,6 +138,7 @@ func settingsOf(o options) map[string]any {
 		"levels":                 o.levels,
 		"modes":                  o.modes,
 		"duration":               o.duration.String(),
+		"repeat":                 o.repeat,
 		"duplicate_ratio":        o.dupRatio,
 		"workers":                def(o.workers, o.workers == 0),
 		"database.max_conns":     def(o.maxConns, o.maxConns == 0),
@@ -183,17 +186,94 @@ func printRow(w io.Writer, r *Result) {
 		fmt.Sprintf("%.0f", r.PeakRSSMB), batch, fmt.Sprint(r.Unavailable+r.Errors), check)
 }
 
-func speedups(rs []Result) map[string]float64 {
-	naive := map[int]float64{}
+// Summary is the median of a (mode, concurrency)'s runs; with one run, that run.
+type Summary struct {
+	Mode            string  `json:"mode"`
+	Concurrency     int     `json:"concurrency"`
+	Runs            int     `json:"runs"`
+	AcceptedPerSec  float64 `json:"accepted_per_s"` // median
+	MinAccepted     float64 `json:"accepted_per_s_min"`
+	MaxAccepted     float64 `json:"accepted_per_s_max"`
+	P50ms           float64 `json:"ack_p50_ms"` // medians, each on its own
+	P99ms           float64 `json:"ack_p99_ms"`
+	EndToEndPerSec  float64 `json:"e2e_events_per_s"`
+	ProcessedPerSec float64 `json:"processed_per_s"`
+	// PairRatios are batched/naive of each round's two runs (batched rows only).
+	PairRatios []float64 `json:"pair_ratios,omitempty"`
+}
+
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// summarize gives one Summary per (mode, concurrency), in the order first run.
+func summarize(rs []Result) []Summary {
+	type key struct {
+		mode string
+		c    int
+	}
+	var order []key
+	groups := map[key][]Result{}
 	for _, r := range rs {
-		if r.Mode == modeNaive {
-			naive[r.Concurrency] = r.AcceptedPerSec
+		k := key{r.Mode, r.Concurrency}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	var out []Summary
+	for _, k := range order {
+		g := groups[k]
+		col := func(f func(Result) float64) []float64 {
+			v := make([]float64, len(g))
+			for i, r := range g {
+				v[i] = f(r)
+			}
+			return v
+		}
+		acc := col(func(r Result) float64 { return r.AcceptedPerSec })
+		s := Summary{Mode: k.mode, Concurrency: k.c, Runs: len(g), AcceptedPerSec: median(acc),
+			MinAccepted: slices.Min(acc), MaxAccepted: slices.Max(acc),
+			P50ms:           median(col(func(r Result) float64 { return r.P50ms })),
+			P99ms:           median(col(func(r Result) float64 { return r.P99ms })),
+			EndToEndPerSec:  median(col(func(r Result) float64 { return r.EndToEndPerSec })),
+			ProcessedPerSec: median(col(func(r Result) float64 { return r.ProcessedPerSec })),
+		}
+		if k.mode == modeBatched {
+			for _, r := range g {
+				for _, n := range groups[key{modeNaive, k.c}] {
+					if n.Round == r.Round && n.AcceptedPerSec > 0 {
+						s.PairRatios = append(s.PairRatios, math.Round(r.AcceptedPerSec/n.AcceptedPerSec*100)/100)
+					}
+				}
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// speedups is batched/naive of the median accepted/s, by concurrency.
+func speedups(ss []Summary) map[string]float64 {
+	naive := map[int]float64{}
+	for _, s := range ss {
+		if s.Mode == modeNaive {
+			naive[s.Concurrency] = s.AcceptedPerSec
 		}
 	}
 	out := map[string]float64{}
-	for _, r := range rs {
-		if r.Mode == modeBatched && naive[r.Concurrency] > 0 {
-			out[fmt.Sprint(r.Concurrency)] = math.Round(r.AcceptedPerSec/naive[r.Concurrency]*100) / 100
+	for _, s := range ss {
+		if s.Mode == modeBatched && naive[s.Concurrency] > 0 {
+			out[fmt.Sprint(s.Concurrency)] = math.Round(s.AcceptedPerSec/naive[s.Concurrency]*100) / 100
 		}
 	}
 	return out
@@ -206,12 +286,32 @@ func printFooter(w io.Writer, rep *Report) {
 		levels = append(levels, n)
 	}
 	slices.Sort(levels)
+	repeated := false
+	for _, s := range rep.Summary {
+		repeated = repeated || s.Runs > 1
+	}
+	if repeated {
+		fmt.Fprintln(w, "summary: median of each level's runs (min-max), the modes having taken turns")
+		fmt.Fprintf(w, "%-8s %5s %5s %11s %15s %7s %7s %12s  %s\n", "MODE", "C", "RUNS", "ACCEPTED/s", "(min-max)", "P50 ms", "P99 ms", "PROCESSED/s", "batched/naive per round")
+		for _, s := range rep.Summary {
+			var pairs []string
+			for _, p := range s.PairRatios {
+				pairs = append(pairs, fmt.Sprintf("%.1f×", p))
+			}
+			fmt.Fprintf(w, "%-8s %5d %5d %11.0f %15s %7.1f %7.1f %12.0f  %s\n", s.Mode, s.Concurrency, s.Runs, s.AcceptedPerSec,
+				fmt.Sprintf("(%.0f-%.0f)", s.MinAccepted, s.MaxAccepted), s.P50ms, s.P99ms, s.ProcessedPerSec, strings.Join(pairs, " "))
+		}
+	}
 	var parts []string
 	for _, c := range levels {
 		parts = append(parts, fmt.Sprintf("c=%d %.1f×", c, rep.Speedup[strconv.Itoa(c)]))
 	}
 	if len(parts) > 0 {
-		fmt.Fprintf(w, "batched vs naive accepted/s: %s\n", strings.Join(parts, ", "))
+		of := ""
+		if repeated {
+			of = " (of the medians)"
+		}
+		fmt.Fprintf(w, "batched vs naive accepted/s%s: %s\n", of, strings.Join(parts, ", "))
 	}
 	var lost, double, stray int
 	for _, r := range rep.Results {
@@ -260,8 +360,13 @@ func chartSVG(rep *Report) string {
 		top, bottom  = 72, 360
 		leftA, leftB = 80, 560
 	)
+	// One point per (mode, level): the median of its runs.
+	points := rep.Summary
+	if len(points) == 0 { // results.json of an older version
+		points = summarize(rep.Results)
+	}
 	var levels []int
-	for _, r := range rep.Results {
+	for _, r := range points {
 		if !slices.Contains(levels, r.Concurrency) {
 			levels = append(levels, r.Concurrency)
 		}
@@ -276,7 +381,7 @@ func chartSVG(rep *Report) string {
 		return float64(left) + 30 + float64(i)*(panelW-60)/float64(len(levels)-1)
 	}
 	var maxT, maxL float64
-	for _, r := range rep.Results {
+	for _, r := range points {
 		maxT = max(maxT, r.AcceptedPerSec, r.EndToEndPerSec)
 		maxL = max(maxL, r.P99ms)
 	}
@@ -289,8 +394,14 @@ func chartSVG(rep *Report) string {
 	fmt.Fprintf(&sb, `<text x="%d" y="20" font-size="15" font-weight="bold">hookline ingest: naive vs group commit (%s, %d CPUs, fsync %s)</text>`+"\n",
 		leftA-40, html.EscapeString(rep.Machine.Postgres), rep.Machine.CPUs, html.EscapeString(rep.Machine.Fsync))
 	dup, _ := rep.Settings["duplicate_ratio"].(float64)
-	fmt.Fprintf(&sb, `<text x="%d" y="38" fill="#555">hookline %s; %v per run, %.0f%% duplicates</text>`+"\n",
-		leftA-40, html.EscapeString(fmt.Sprint(rep.Settings["topology"])), rep.Settings["duration"], dup*100)
+	runs := ""
+	if n, _ := rep.Settings["repeat"].(float64); n > 1 {
+		runs = fmt.Sprintf(" (points: medians of %.0f runs, modes alternating)", n)
+	} else if n, _ := rep.Settings["repeat"].(int); n > 1 {
+		runs = fmt.Sprintf(" (points: medians of %d runs, modes alternating)", n)
+	}
+	fmt.Fprintf(&sb, `<text x="%d" y="38" fill="#555">hookline %s; %v per run%s, %.0f%% duplicates</text>`+"\n",
+		leftA-40, html.EscapeString(fmt.Sprint(rep.Settings["topology"])), rep.Settings["duration"], runs, dup*100)
 	panel := func(left int, title string, vmax float64, unit string) {
 		fmt.Fprintf(&sb, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", left, top-14, html.EscapeString(title))
 		fmt.Fprintf(&sb, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, bottom, left+panelW, bottom)
@@ -311,10 +422,10 @@ func chartSVG(rep *Report) string {
 	}
 	panel(leftA, "Throughput", maxT, "events per second")
 	panel(leftB, "p99 ack latency", maxL, "milliseconds")
-	line := func(left int, mode string, val func(Result) float64, vmax float64, dash string) {
+	line := func(left int, mode string, val func(Summary) float64, vmax float64, dash string) {
 		labels := dash == "" // the dashed end-to-end lines sit close together: no labels
 		var pts []string
-		for _, r := range rep.Results {
+		for _, r := range points {
 			if r.Mode != mode {
 				continue
 			}
@@ -330,9 +441,9 @@ func chartSVG(rep *Report) string {
 		}
 	}
 	for _, mode := range []string{modeNaive, modeBatched} {
-		line(leftA, mode, func(r Result) float64 { return r.AcceptedPerSec }, maxT, "")
-		line(leftA, mode, func(r Result) float64 { return r.EndToEndPerSec }, maxT, ` stroke-dasharray="6 4"`)
-		line(leftB, mode, func(r Result) float64 { return r.P99ms }, maxL, "")
+		line(leftA, mode, func(r Summary) float64 { return r.AcceptedPerSec }, maxT, "")
+		line(leftA, mode, func(r Summary) float64 { return r.EndToEndPerSec }, maxT, ` stroke-dasharray="6 4"`)
+		line(leftB, mode, func(r Summary) float64 { return r.P99ms }, maxL, "")
 	}
 	// Legend.
 	ly := H - 22

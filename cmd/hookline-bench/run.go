@@ -127,26 +127,31 @@ func run(ctx context.Context, o options, stdout io.Writer) (*Report, error) {
 	printHeader(stdout)
 	guess := map[string]float64{modeNaive: 3000, modeBatched: 20000}
 	for _, c := range o.levels {
-		for _, mode := range o.modes {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			r, err := b.runOne(ctx, mode, c, guess[mode])
-			if err != nil {
-				return nil, fmt.Errorf("%s c=%d: %w", mode, c, err)
-			}
-			if r.AcceptedPerSec > 0 {
-				guess[mode] = r.AcceptedPerSec
-			}
-			rep.Results = append(rep.Results, *r)
-			printRow(stdout, r)
-			if r.Lost > 0 || r.Double > 0 || r.Problem != "" {
-				rep.OK = false
+		// Rounds: the modes take turns, so that a slow spell of a shared
+		// machine falls on both rather than on one mode's runs.
+		for round := 1; round <= o.repeat; round++ {
+			for _, mode := range o.modes {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				r, err := b.runOne(ctx, mode, c, round, guess[mode])
+				if err != nil {
+					return nil, fmt.Errorf("%s c=%d round %d: %w", mode, c, round, err)
+				}
+				if r.AcceptedPerSec > 0 {
+					guess[mode] = r.AcceptedPerSec
+				}
+				rep.Results = append(rep.Results, *r)
+				printRow(stdout, r)
+				if r.Lost > 0 || r.Double > 0 || r.Problem != "" {
+					rep.OK = false
+				}
 			}
 		}
 	}
 	rep.Finished = time.Now().UTC()
-	rep.Speedup = speedups(rep.Results)
+	rep.Summary = summarize(rep.Results)
+	rep.Speedup = speedups(rep.Summary)
 	printFooter(stdout, rep)
 	if o.out != "" {
 		if err := writeResults(o.out, rep); err != nil {
@@ -341,8 +346,11 @@ func (in *instance) peakRSS() int64 {
 	return procHWM(in.cmd.Process.Pid)
 }
 
-func (b *bench) runOne(ctx context.Context, mode string, c int, rateGuess float64) (*Result, error) {
+func (b *bench) runOne(ctx context.Context, mode string, c, round int, rateGuess float64) (*Result, error) {
 	name := fmt.Sprintf("%s_c%d", mode, c)
+	if b.o.repeat > 1 {
+		name += fmt.Sprintf("_r%d", round)
+	}
 	db := "bench_" + name
 	if _, err := b.admin.Exec(ctx, "CREATE DATABASE "+db+" TEMPLATE "+templateDB); err != nil {
 		return nil, err
@@ -416,7 +424,7 @@ func (b *bench) runOne(ctx context.Context, mode string, c int, rateGuess float6
 		prof.Close()
 	}
 	b.logf("%s: %d accepted, waiting for processing", name, len(ld.accepted))
-	r := &Result{Mode: mode, Concurrency: c, DurationSec: ld.elapsed.Seconds()}
+	r := &Result{Mode: mode, Concurrency: c, Round: round, DurationSec: ld.elapsed.Seconds()}
 	// Other processes' share of the machine during the load: the numbers
 	// are only comparable when it is near zero.
 	loadHL, loadPG, loadSelf := in.cpu()-cpu0, pgCPU(b.pmPid)-pg0, selfCPU()-self0
