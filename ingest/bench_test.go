@@ -14,7 +14,8 @@ import (
 	"github.com/hookline/hookline/internal/pgtest"
 )
 
-// BenchmarkCommit measures one ingest transaction (store.commit: delivery
+// BenchmarkCommit measures one ingest transaction (store.commit and the
+// group committer's store.commitPipelined: delivery
 // rows, event upserts, River jobs) for 1 and for 64 deliveries, against the
 // test PostgreSQL (fsync off, so this is the CPU and round-trip cost, not
 // the disk's). ns/delivery is the figure to compare: group commit pays the
@@ -41,31 +42,39 @@ func BenchmarkCommit(b *testing.B) {
 			if n == 1 && dupPct > 0 {
 				continue
 			}
-			b.Run(fmt.Sprintf("deliveries=%d/dup=%d%%", n, dupPct), func(b *testing.B) {
-				ctx := context.Background()
-				var prev []string
-				b.ReportAllocs()
-				for b.Loop() {
-					ds := make([]*Delivery, n)
-					ids := make([]string, 0, n)
-					for i := range ds {
-						var id string
-						if len(prev) > 0 && i*100 < n*dupPct {
-							id = prev[i%len(prev)] // a re-delivery of a queued event
-						} else {
-							id = fmt.Sprintf("evt_bench_%d", seq.Add(1))
-						}
-						ids = append(ids, id)
-						ds[i] = &Delivery{Source: src, ReceivedAt: time.Now(), ContentType: "application/json", Headers: headers,
-							Body: body, Events: []DeliveryEvent{{ID: id, Type: "payment_intent.succeeded", Length: -1}}}
-					}
-					if _, err := st.commit(ctx, ds); err != nil {
-						b.Fatal(err)
-					}
-					prev = ids
+			// naive: pgx's transaction (store.commit); pipelined: the group
+			// committer's (BEGIN in the first statement's round trip).
+			for _, tx := range []string{"naive", "pipelined"} {
+				commit := st.commit
+				if tx == "pipelined" {
+					commit = st.commitPipelined
 				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/delivery")
-			})
+				b.Run(fmt.Sprintf("deliveries=%d/dup=%d%%/tx=%s", n, dupPct, tx), func(b *testing.B) {
+					ctx := context.Background()
+					var prev []string
+					b.ReportAllocs()
+					for b.Loop() {
+						ds := make([]*Delivery, n)
+						ids := make([]string, 0, n)
+						for i := range ds {
+							var id string
+							if len(prev) > 0 && i*100 < n*dupPct {
+								id = prev[i%len(prev)] // a re-delivery of a queued event
+							} else {
+								id = fmt.Sprintf("evt_bench_%d", seq.Add(1))
+							}
+							ids = append(ids, id)
+							ds[i] = &Delivery{Source: src, ReceivedAt: time.Now(), ContentType: "application/json", Headers: headers,
+								Body: body, Events: []DeliveryEvent{{ID: id, Type: "payment_intent.succeeded", Length: -1}}}
+						}
+						if _, err := commit(ctx, ds); err != nil {
+							b.Fatal(err)
+						}
+						prev = ids
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/delivery")
+				})
+			}
 		}
 	}
 }

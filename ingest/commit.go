@@ -83,15 +83,39 @@ func key(source, id string) string { return source + "\x00" + id }
 // commit stores ds in one transaction and returns each delivery's results.
 // Duplicates within ds and against existing events are resolved exactly as
 // they would be one by one: the first occurrence of a key decides, later ones
-// are duplicates.
+// are duplicates. This is the naive mode's transaction, pgx's standard one:
+// BEGIN, the statements, COMMIT, each its own round trip.
 func (s *store) commit(ctx context.Context, ds []*Delivery) ([][]EventResult, error) {
 	var out [][]EventResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = s.commitTx(ctx, tx, ds)
+		out, err = s.commitTx(ctx, tx, ds, tx.Query)
 		return err
 	})
 	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// commitPipelined is commit for the group committer: the same statements in
+// one transaction, with BEGIN sent in the same round trip as the first (see
+// pipeTx).
+func (s *store) commitPipelined(ctx context.Context, ds []*Delivery) ([][]EventResult, error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Release()
+	tx := &pipeTx{conn: c.Conn()}
+	out, err := s.commitTx(ctx, tx, ds, tx.beginWith)
+	if err != nil {
+		if tx.open {
+			_ = tx.Rollback(ctx) // if it fails, the pool drops the connection
+		}
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -144,7 +168,9 @@ SELECT ids, NULL, NULL, NULL, NULL, NULL FROM ids
 UNION ALL
 SELECT NULL, source, event_id, state, fresh, first_received_at FROM ev`
 
-func (s *store) commitTx(ctx context.Context, tx pgx.Tx, ds []*Delivery) ([][]EventResult, error) {
+// commitTx runs the statements of commit in tx; first runs the first one
+// (tx.Query, or pipeTx.beginWith).
+func (s *store) commitTx(ctx context.Context, tx pgx.Tx, ds []*Delivery, first func(context.Context, string, ...any) (pgx.Rows, error)) ([][]EventResult, error) {
 	// 1. Deliveries and events, in one statement.
 	src := make([]string, len(ds))
 	recv := make([]time.Time, len(ds))
@@ -211,7 +237,7 @@ func (s *store) commitTx(ctx context.Context, tx pgx.Tx, ds []*Delivery) ([][]Ev
 			eOff[i], eLen[i] = &off, &l
 		}
 	}
-	res, err := tx.Query(ctx, storeSQL, src, recv, cts, hdrs, bodyAt, bodyLen, eSrc, eID, eType, eDeliv, eOff, eLen, eCount, bodies)
+	res, err := first(ctx, storeSQL, src, recv, cts, hdrs, bodyAt, bodyLen, eSrc, eID, eType, eDeliv, eOff, eLen, eCount, bodies)
 	if err != nil {
 		return nil, fmt.Errorf("store deliveries: %w", err)
 	}

@@ -47,10 +47,10 @@ func TestBatchIsolatesUnstorableDelivery(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pfx := strings.ReplaceAll(name, " ", "_")
 			ds := []*Delivery{mk(pfx+"_1", "ok"), bad, mk(pfx+"_2", "ok"), mk(pfx+"_3", "ok")}
-			_, err := st.commit(context.Background(), ds)
+			_, err := st.commitPipelined(context.Background(), ds)
 			require.Error(t, err, "the batch as a whole must fail for this test to mean anything")
 
-			b := newBatcher(st.commit, 1, len(ds), 0, nil)
+			b := newBatcher(st.commitPipelined, 1, len(ds), 0, nil)
 			defer b.Close()
 			batch := make([]*pending, len(ds))
 			for i, d := range ds {

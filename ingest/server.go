@@ -161,7 +161,7 @@ func New(cfg Config) (*Server, error) {
 		s.sources[src.Name] = src
 	}
 	if cfg.IngestRoutes && cfg.Batch {
-		s.batch = newBatcher(s.store.commit, cfg.Committers, cfg.BatchSize, cfg.BatchWait,
+		s.batch = newBatcher(s.store.commitPipelined, cfg.Committers, cfg.BatchSize, cfg.BatchWait,
 			func(n int) { s.m.BatchSize.Observe(float64(n)) })
 	}
 
