@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/hookline/hookline/idem"
 	"github.com/hookline/hookline/internal/metrics"
@@ -126,6 +128,18 @@ type CleanupWorker struct {
 	Claims            *idem.Store
 	DeliveryRetention time.Duration
 	Logger            *slog.Logger
+	// SweepWindow is how many unfinished events one run checks for an
+	// active job (default 1,000); see requeueStranded.
+	SweepWindow int
+
+	mu     sync.Mutex
+	cursor sweepCursor // where the next sweep starts
+}
+
+// sweepCursor is a position in (queued_at, source, event_id) order.
+type sweepCursor struct {
+	at         time.Time
+	source, id string
 }
 
 // Work implements river.Worker.
@@ -149,7 +163,7 @@ func (w *CleanupWorker) Work(ctx context.Context, _ *river.Job[CleanupArgs]) err
 			break
 		}
 	}
-	requeued, err := w.requeueStranded(ctx)
+	requeued, err := w.requeueStranded(ctx, river.ClientFromContext[pgx.Tx](ctx).InsertMany)
 	if err != nil {
 		return err
 	}
@@ -169,32 +183,70 @@ const strandedAfter = time.Minute
 
 // requeueStranded re-enqueues unfinished events (queued or processing) that
 // have no active job: nothing disappears silently (CONTRACT.md §1, promise 5).
-func (w *CleanupWorker) requeueStranded(ctx context.Context) (int, error) {
-	rows, err := w.Pool.Query(ctx, `SELECT e.source, e.event_id FROM hookline_events e
-		WHERE e.state IN ('queued', 'processing') AND e.queued_at < now() - $1::bigint * interval '1 microsecond'
-		  AND NOT EXISTS (SELECT 1 FROM river_job j
+//
+// Each run checks one window of SweepWindow unfinished events, in queue
+// order, and the next run goes on from where it stopped, wrapping around at
+// the end. Checking the whole queue at once cost one index probe of
+// river_job per unfinished event, every minute: 8 s of Postgres time for a
+// backlog of 100,000 events, competing with the workers draining it. A window
+// bounds each run, and the rotation still reaches every event in turn.
+func (w *CleanupWorker) requeueStranded(ctx context.Context, insert func(context.Context, []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)) (int, error) {
+	window := w.SweepWindow
+	if window <= 0 {
+		window = 1000
+	}
+	w.mu.Lock()
+	from := w.cursor
+	w.mu.Unlock()
+	// The stranded events of the window, then one row for the window's last
+	// event (the next cursor) with the window's size. The anti-join is in a
+	// WHERE so that PostgreSQL probes river_job's args index per event; as a
+	// column it chose a sequential scan per event.
+	rows, err := w.Pool.Query(ctx, `WITH cand AS MATERIALIZED (
+			SELECT e.source, e.event_id, e.queued_at FROM hookline_events e
+			WHERE e.state IN ('queued', 'processing') AND e.queued_at < now() - $1::bigint * interval '1 microsecond'
+			  AND (e.queued_at, e.source, e.event_id) > ($2::timestamptz, $3::text, $4::text)
+			ORDER BY e.queued_at, e.source, e.event_id LIMIT $5)
+		SELECT c.source, c.event_id, c.queued_at, false AS last, 0::bigint AS seen FROM cand c
+		WHERE NOT EXISTS (SELECT 1 FROM river_job j
 			WHERE j.kind = 'hookline.event'
-			  AND j.args @> jsonb_build_object('source', e.source, 'event_id', e.event_id)
+			  AND j.args @> jsonb_build_object('source', c.source, 'event_id', c.event_id)
 			  AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled'))
-		ORDER BY e.queued_at LIMIT 500`, strandedAfter.Microseconds())
+		UNION ALL
+		SELECT * FROM (SELECT source, event_id, queued_at, true, count(*) OVER () FROM cand
+			ORDER BY queued_at DESC, source DESC, event_id DESC LIMIT 1) l`,
+		strandedAfter.Microseconds(), from.at, from.source, from.id, window)
 	if err != nil {
 		return 0, err
 	}
 	var params []river.InsertManyParams
+	next := sweepCursor{} // an empty window: the end of the queue, start over
 	for rows.Next() {
 		var a EventArgs
-		if err := rows.Scan(&a.Source, &a.EventID); err != nil {
+		var at time.Time
+		var last bool
+		var seen int
+		if err := rows.Scan(&a.Source, &a.EventID, &at, &last, &seen); err != nil {
 			rows.Close()
 			return 0, err
 		}
-		params = append(params, river.InsertManyParams{Args: a, InsertOpts: InsertOptsFor(0)})
+		if !last {
+			params = append(params, river.InsertManyParams{Args: a, InsertOpts: InsertOptsFor(0)})
+		} else if seen >= window {
+			next = sweepCursor{at: at, source: a.Source, id: a.EventID}
+		}
 	}
 	rows.Close()
-	if err := rows.Err(); err != nil || len(params) == 0 {
+	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	client := river.ClientFromContext[pgx.Tx](ctx)
-	res, err := client.InsertMany(ctx, params)
+	w.mu.Lock()
+	w.cursor = next
+	w.mu.Unlock()
+	if len(params) == 0 {
+		return 0, nil
+	}
+	res, err := insert(ctx, params)
 	if err != nil {
 		return 0, fmt.Errorf("requeue stranded events: %w", err)
 	}
