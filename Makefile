@@ -37,10 +37,12 @@ test: postgres lint ## everything CI runs: lint, go test -race, short fuzzing, s
 fuzz: ## run every fuzz target for FUZZTIME (default 2s; try FUZZTIME=5m)
 	@FUZZTIME=$(FUZZTIME) bash .ci/fuzz
 
+BENCHFLAGS ?= -repeat 3
+
 .PHONY: bench
-bench: postgres ## Go benchmarks of the hot pieces plus the side-by-side ingest benchmark
+bench: postgres ## Go benchmarks of the hot pieces plus the side-by-side ingest benchmark (~20 min; BENCHFLAGS='-repeat 1' for one round)
 	$(GO) test -run='^$$' -bench=. -benchmem ./providers/... ./idem/ ./ingest/
-	$(GO) run ./cmd/hookline-bench
+	$(GO) run ./cmd/hookline-bench $(BENCHFLAGS)
 
 .PHONY: chaos
 chaos: postgres build ## the full chaos scenario (kills instances, restarts Postgres, checks the promises)
