@@ -89,7 +89,10 @@ func (s *store) commit(ctx context.Context, ds []*Delivery) ([][]EventResult, er
 	var out [][]EventResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = s.commitTx(ctx, tx, ds, tx.Query)
+		out, err = s.commitTx(ctx, ds, func(ctx context.Context, sql string, args ...any) (pgx.Tx, pgx.Rows, error) {
+			rows, err := tx.Query(ctx, sql, args...)
+			return tx, rows, err
+		})
 		return err
 	})
 	if err != nil {
@@ -99,22 +102,29 @@ func (s *store) commit(ctx context.Context, ds []*Delivery) ([][]EventResult, er
 }
 
 // commitPipelined is commit for the group committer: the same statements in
-// one transaction, with BEGIN sent in the same round trip as the first (see
-// pipeTx).
+// one transaction, with BEGIN sent in the same round trip as the first and,
+// unless a reject source is in the batch, COMMIT in the same round trip as
+// River's insert (see pipeTx).
 func (s *store) commitPipelined(ctx context.Context, ds []*Delivery) ([][]EventResult, error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Release()
-	tx := &pipeTx{conn: c.Conn()}
-	out, err := s.commitTx(ctx, tx, ds, tx.beginWith)
+	defer c.Release() // a connection left in a transaction is destroyed, not reused
+	var tx *pipeTx
+	out, err := s.commitTx(ctx, ds, func(ctx context.Context, sql string, args ...any) (pgx.Tx, pgx.Rows, error) {
+		var rows pgx.Rows
+		var err error
+		tx, rows, err = beginPipelined(ctx, c.Conn(), sql, args...)
+		return tx, rows, err
+	})
 	if err != nil {
-		if tx.open {
-			_ = tx.Rollback(ctx) // if it fails, the pool drops the connection
+		if tx != nil {
+			_ = tx.Rollback(ctx)
 		}
 		return nil, err
 	}
+	// COMMIT now, or, if it went with River's insert, its outcome.
 	if err := tx.Commit(ctx); err != nil {
 		return nil, err
 	}
@@ -168,9 +178,9 @@ SELECT ids, NULL, NULL, NULL, NULL, NULL FROM ids
 UNION ALL
 SELECT NULL, source, event_id, state, fresh, first_received_at FROM ev`
 
-// commitTx runs the statements of commit in tx; first runs the first one
-// (tx.Query, or pipeTx.beginWith).
-func (s *store) commitTx(ctx context.Context, tx pgx.Tx, ds []*Delivery, first func(context.Context, string, ...any) (pgx.Rows, error)) ([][]EventResult, error) {
+// commitTx runs the statements of commit; first runs the first one and
+// returns the transaction the others run in (pgx's, or beginPipelined's).
+func (s *store) commitTx(ctx context.Context, ds []*Delivery, first func(context.Context, string, ...any) (pgx.Tx, pgx.Rows, error)) ([][]EventResult, error) {
 	// 1. Deliveries and events, in one statement.
 	src := make([]string, len(ds))
 	recv := make([]time.Time, len(ds))
@@ -237,7 +247,7 @@ func (s *store) commitTx(ctx context.Context, tx pgx.Tx, ds []*Delivery, first f
 			eOff[i], eLen[i] = &off, &l
 		}
 	}
-	res, err := first(ctx, storeSQL, src, recv, cts, hdrs, bodyAt, bodyLen, eSrc, eID, eType, eDeliv, eOff, eLen, eCount, bodies)
+	tx, res, err := first(ctx, storeSQL, src, recv, cts, hdrs, bodyAt, bodyLen, eSrc, eID, eType, eDeliv, eOff, eLen, eCount, bodies)
 	if err != nil {
 		return nil, fmt.Errorf("store deliveries: %w", err)
 	}
@@ -292,6 +302,12 @@ func (s *store) commitTx(ctx context.Context, tx pgx.Tx, ds []*Delivery, first f
 		asked = append(asked, r)
 	}
 	if len(params) > 0 {
+		// River's insert is the transaction's last write unless a reject
+		// source may need dead items for duplicates (known only from
+		// River's answer): then COMMIT can go with it (pipeTx).
+		if p, ok := tx.(*pipeTx); ok && !anyReject(ds) {
+			p.commitOnInsert = true
+		}
 		results, err := s.river.InsertManyTx(ctx, tx, params)
 		if err != nil {
 			return nil, fmt.Errorf("enqueue: %w", err)
@@ -345,6 +361,16 @@ func (s *store) commitTx(ctx context.Context, tx pgx.Tx, ds []*Delivery, first f
 		}
 	}
 	return out, nil
+}
+
+// anyReject reports whether a delivery comes from an on_duplicate: reject source.
+func anyReject(ds []*Delivery) bool {
+	for _, d := range ds {
+		if d.Source.OnDuplicate == OnDuplicateReject {
+			return true
+		}
+	}
+	return false
 }
 
 // bufPool holds the buffers commitTx lays a batch's bodies and headers out

@@ -3,16 +3,19 @@ package ingest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookline/hookline/internal/pgtest"
 )
 
-// pipeTx behaves as a transaction: BEGIN goes with the first statement,
-// writes are visible to others only after Commit, a failed statement makes
-// Commit report the rollback, and Rollback undoes everything.
+// beginPipelined's transaction behaves as one: BEGIN goes with the first
+// statement, writes are visible to others only after Commit, a failed
+// statement makes Commit report the rollback, and Rollback undoes everything.
 func TestPipeTx(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
@@ -23,65 +26,136 @@ func TestPipeTx(t *testing.T) {
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pipe_t`).Scan(&n))
 		return n
 	}
-	withTx := func(f func(tx *pipeTx)) {
+	begin := func(sql string) (*pipeTx, []int, error) {
 		c, err := pool.Acquire(ctx)
 		require.NoError(t, err)
-		defer c.Release()
-		f(&pipeTx{conn: c.Conn()})
+		t.Cleanup(c.Release)
+		tx, rows, err := beginPipelined(ctx, c.Conn(), sql)
+		if err != nil {
+			return tx, nil, err
+		}
+		vs, err := pgx.CollectRows(rows, pgx.RowTo[int]) // closes the rows, and the batch
+		return tx, vs, err
 	}
 
-	withTx(func(tx *pipeTx) {
-		rows, err := tx.beginWith(ctx, `INSERT INTO pipe_t VALUES (1), (2) RETURNING v`)
-		require.NoError(t, err)
-		vs, err := pgx.CollectRows(rows, pgx.RowTo[int])
-		require.NoError(t, err)
-		require.Equal(t, []int{1, 2}, vs)
-		require.Equal(t, byte('T'), tx.conn.PgConn().TxStatus(), "inside a transaction")
-		_, err = tx.Exec(ctx, `INSERT INTO pipe_t VALUES (3)`)
-		require.NoError(t, err)
-		require.Zero(t, count(), "not visible before COMMIT")
-		require.NoError(t, tx.Commit(ctx))
-		require.ErrorIs(t, tx.Commit(ctx), pgx.ErrTxClosed)
-		_, err = tx.Begin(ctx)
-		require.ErrorIs(t, err, errNoNestedTx)
-	})
+	tx, vs, err := begin(`INSERT INTO pipe_t VALUES (1), (2) RETURNING v`)
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 2}, vs)
+	require.Equal(t, byte('T'), tx.Conn().PgConn().TxStatus(), "inside a transaction")
+	_, err = tx.Exec(ctx, `INSERT INTO pipe_t VALUES (3)`)
+	require.NoError(t, err)
+	require.Zero(t, count(), "not visible before COMMIT")
+	require.NoError(t, tx.Commit(ctx))
+	require.ErrorIs(t, tx.Commit(ctx), pgx.ErrTxClosed)
 	require.Equal(t, 3, count())
 
-	// A failing first statement: the error comes out of the rows.
-	withTx(func(tx *pipeTx) {
-		rows, err := tx.beginWith(ctx, `INSERT INTO pipe_t VALUES (1) RETURNING v`)
-		if err == nil {
-			for rows.Next() {
-			}
-			rows.Close()
-			err = rows.Err()
-		}
-		require.Error(t, err, "duplicate key")
-		require.True(t, tx.open)
-		require.NoError(t, tx.Rollback(ctx))
-		require.Equal(t, byte('I'), tx.conn.PgConn().TxStatus())
-	})
+	// A failing first statement: the error comes out of the rows; roll back.
+	tx, _, err = begin(`INSERT INTO pipe_t VALUES (1) RETURNING v`)
+	require.Error(t, err, "duplicate key")
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, byte('I'), tx.Conn().PgConn().TxStatus())
 
 	// A later statement fails: COMMIT reports the rollback, nothing is kept.
-	withTx(func(tx *pipeTx) {
-		rows, err := tx.beginWith(ctx, `INSERT INTO pipe_t VALUES (10) RETURNING v`)
-		require.NoError(t, err)
-		rows.Close()
-		require.NoError(t, rows.Err())
-		_, err = tx.Exec(ctx, `INSERT INTO pipe_t VALUES (1)`)
-		require.Error(t, err)
-		require.ErrorIs(t, tx.Commit(ctx), pgx.ErrTxCommitRollback)
-	})
+	tx, _, err = begin(`INSERT INTO pipe_t VALUES (10) RETURNING v`)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO pipe_t VALUES (1)`)
+	require.Error(t, err)
+	require.ErrorIs(t, tx.Commit(ctx), pgx.ErrTxCommitRollback)
 	require.Equal(t, 3, count())
 
 	// Rollback undoes the first statement too.
-	withTx(func(tx *pipeTx) {
-		rows, err := tx.beginWith(ctx, `INSERT INTO pipe_t VALUES (20) RETURNING v`)
-		require.NoError(t, err)
-		rows.Close()
-		require.NoError(t, tx.Rollback(ctx))
-	})
+	tx, _, err = begin(`INSERT INTO pipe_t VALUES (20) RETURNING v`)
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback(ctx))
 	require.Equal(t, 3, count())
+}
+
+// The group committer's transaction sends COMMIT with River's job insert
+// (recognised by its statement name: if River renames it, this test fails
+// and the committer quietly falls back to a COMMIT of its own), and the
+// outcome is all or nothing: an insert River fails stores nothing, and
+// neither does a COMMIT that fails after River's insert succeeded.
+func TestCommitRidesWithRiverInsert(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := context.Background()
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	st := &store{pool: pool, river: rc}
+	skip := &Source{Name: "s", OnDuplicate: OnDuplicateSkip, MaxAttempts: 3}
+	mk := func(src *Source, id string) *Delivery {
+		return &Delivery{Source: src, ReceivedAt: time.Now(), ContentType: "application/json",
+			Headers: map[string][]string{}, Body: []byte(`{"id":"` + id + `"}`),
+			Events: []DeliveryEvent{{ID: id, Type: "t", Length: -1}}}
+	}
+	stored := func(id string) (deliveries, jobs int) {
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM hookline_deliveries WHERE body = $1`, []byte(`{"id":"`+id+`"}`)).Scan(&deliveries))
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE args->>'event_id' = $1`, id).Scan(&jobs))
+		return deliveries, jobs
+	}
+
+	c, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	var tx *pipeTx
+	out, err := st.commitTx(ctx, []*Delivery{mk(skip, "evt_ride_1"), mk(skip, "evt_ride_2")},
+		func(ctx context.Context, sql string, args ...any) (pgx.Tx, pgx.Rows, error) {
+			var rows pgx.Rows
+			var err error
+			tx, rows, err = beginPipelined(ctx, c.Conn(), sql, args...)
+			return tx, rows, err
+		})
+	require.NoError(t, err)
+	require.True(t, tx.committed, "COMMIT was sent with River's insert")
+	require.NoError(t, tx.Commit(ctx))
+	// Nothing but River's notification may follow: it would run outside.
+	_, err = tx.Exec(ctx, `INSERT INTO hookline_dead (source, event_id, reason, payload) VALUES ('s', 'x', 'duplicate', '')`)
+	require.ErrorIs(t, err, errAfterCommit)
+	_, err = tx.Query(ctx, `SELECT 1`)
+	require.ErrorIs(t, err, errAfterCommit)
+	require.ErrorIs(t, tx.QueryRow(ctx, `SELECT 1`).Scan(new(int)), errAfterCommit)
+	_, err = tx.Exec(ctx, "-- name: PGNotifyMany :exec\nSELECT pg_notify('hookline_test', 'x')")
+	require.NoError(t, err, "River's insert notification runs on its own")
+	require.Equal(t, byte('I'), c.Conn().PgConn().TxStatus())
+	c.Release()
+	require.Equal(t, StatusAccepted, out[0][0].Status)
+	d, j := stored("evt_ride_2")
+	require.Equal(t, [2]int{1, 1}, [2]int{d, j})
+
+	// River's insert fails: the transaction rolls back.
+	_, err = pool.Exec(ctx, `CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.args->>'event_id' = 'evt_boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER boom BEFORE INSERT ON river_job FOR EACH ROW EXECUTE FUNCTION boom()`)
+	require.NoError(t, err)
+	_, err = st.commitPipelined(ctx, []*Delivery{mk(skip, "evt_boom_mate"), mk(skip, "evt_boom")})
+	require.ErrorContains(t, err, "boom")
+	for _, id := range []string{"evt_boom", "evt_boom_mate"} {
+		d, j := stored(id)
+		require.Equal(t, [2]int{0, 0}, [2]int{d, j}, id)
+	}
+
+	// River's insert succeeds, COMMIT fails (a deferred constraint): nothing kept.
+	_, err = pool.Exec(ctx, `CREATE FUNCTION late() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.event_id = 'evt_late' THEN RAISE EXCEPTION 'late'; END IF; RETURN NEW; END $$;
+		CREATE CONSTRAINT TRIGGER late AFTER INSERT ON hookline_events DEFERRABLE INITIALLY DEFERRED
+			FOR EACH ROW EXECUTE FUNCTION late()`)
+	require.NoError(t, err)
+	_, err = st.commitPipelined(ctx, []*Delivery{mk(skip, "evt_late_mate"), mk(skip, "evt_late")})
+	require.ErrorContains(t, err, "late")
+	for _, id := range []string{"evt_late", "evt_late_mate"} {
+		d, j := stored(id)
+		require.Equal(t, [2]int{0, 0}, [2]int{d, j}, id)
+	}
+
+	// A reject source may need dead items after River's answer: COMMIT
+	// then goes on its own, and the dead item is in the transaction.
+	reject := &Source{Name: "r", OnDuplicate: OnDuplicateReject, MaxAttempts: 3}
+	res, err := st.commitPipelined(ctx, []*Delivery{mk(reject, "evt_rej"), mk(reject, "evt_rej")})
+	require.NoError(t, err)
+	require.Equal(t, StatusDuplicate, res[1][0].Status)
+	var dead int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM hookline_dead WHERE event_id = 'evt_rej' AND reason = 'duplicate'`).Scan(&dead))
+	require.Equal(t, 1, dead)
+
 	var stuck int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`).Scan(&stuck))
 	require.Zero(t, stuck, "no connection is left in a transaction")
