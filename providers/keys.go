@@ -68,11 +68,14 @@ func jsonValue(v gjson.Result) string {
 	return v.Raw
 }
 
-// JSONFields reads several paths from a JSON body in one pass.
+// JSONFields reads several paths from a JSON body, as JSONString reads one.
 // An invalid JSON body is ErrMalformed.
 func JSONFields(body []byte, paths ...string) ([]string, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, fmt.Errorf("%w: body is not valid JSON", ErrMalformed)
+	}
+	if out, ok := topLevelFields(body, paths); ok {
+		return out, nil
 	}
 	res := gjson.GetManyBytes(body, paths...)
 	out := make([]string, len(res))
@@ -80,6 +83,52 @@ func JSONFields(body []byte, paths ...string) ([]string, error) {
 		out[i] = jsonValue(v)
 	}
 	return out, nil
+}
+
+// topLevelFields answers JSONFields in one walk over the top-level object
+// when every path is a plain key (the Stripe case: id, type, created), where
+// gjson walks the body once per path; false means take the general road. The
+// first occurrence of a key wins, as with gjson.Get.
+func topLevelFields(body []byte, paths []string) ([]string, bool) {
+	if len(paths) > 64 {
+		return nil, false
+	}
+	for _, p := range paths {
+		if !plainKey(p) {
+			return nil, false
+		}
+	}
+	root := gjson.ParseBytes(body)
+	if !root.IsObject() {
+		return nil, false
+	}
+	out := make([]string, len(paths))
+	var found uint64
+	all := uint64(1)<<len(paths) - 1
+	root.ForEach(func(k, v gjson.Result) bool {
+		for i, p := range paths {
+			if found&(1<<i) == 0 && k.Str == p {
+				out[i] = jsonValue(v)
+				found |= 1 << i
+			}
+		}
+		return found != all
+	})
+	return out, true
+}
+
+// plainKey reports whether a gjson path is a bare key: letters, digits, _ and -.
+func plainKey(p string) bool {
+	if p == "" {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // FormValue returns field from a form-encoded body.

@@ -1,0 +1,70 @@
+package providers
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+)
+
+// slowFields is JSONFields by gjson paths, one walk per path: the reference
+// for the one-walk road.
+func slowFields(body []byte, paths ...string) []string {
+	res := gjson.GetManyBytes(body, paths...)
+	out := make([]string, len(res))
+	for i, v := range res {
+		out[i] = jsonValue(v)
+	}
+	return out
+}
+
+func TestJSONFieldsOneWalk(t *testing.T) {
+	for _, body := range []string{
+		`{"id":"evt_1","object":"event","type":"charge.succeeded","created":1764504000,"data":{"object":{"id":"ch_1","type":"inner"}}}`,
+		`{"data":{"id":"inner"},"type":null,"id":"evt_2"}`,
+		`{"id":"first","id":"second","type":"t"}`,
+		`{"\u0069d":"escaped key","type":"t"}`,
+		`{"id":12.50,"type":true,"created":"x"}`,
+		`{"type":"only"}`,
+		`[{"id":"in an array"}]`,
+		`"a string"`,
+		`{}`,
+	} {
+		for _, paths := range [][]string{{"id", "type", "created"}, {"type"}, {"id", "id"}, {"data.id", "id"}} {
+			got, err := JSONFields([]byte(body), paths...)
+			require.NoError(t, err, body)
+			require.Equal(t, slowFields([]byte(body), paths...), got, "%s %v", body, paths)
+		}
+	}
+	_, err := JSONFields([]byte(`{"id":`), "id")
+	require.ErrorIs(t, err, ErrMalformed)
+}
+
+func FuzzJSONFields(f *testing.F) {
+	f.Add([]byte(`{"id":"evt_1","type":"t","created":1,"data":{"id":"x"}}`))
+	f.Add([]byte(`{"id":"a","id":"b"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if !gjson.ValidBytes(body) {
+			return
+		}
+		got, err := JSONFields(body, "id", "type", "created")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := slowFields(body, "id", "type", "created"); !equal(got, want) {
+			t.Fatalf("%q: one walk %q, gjson paths %q", body, got, want)
+		}
+	})
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
