@@ -283,6 +283,18 @@ func TestConcurrentDuplicates(t *testing.T) {
 	}
 }
 
+// quickPool is a pool on a server the test will stop: connecting gives up
+// after a second.
+func quickPool(t *testing.T, dbURL string) *pgxpool.Pool {
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	require.NoError(t, err)
+	cfg.ConnConfig.ConnectTimeout = time.Second
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // TestPostgresDown stops the database under a running server: deliveries are
 // answered 503 with Retry-After (never 2xx), and 200 again once it is back,
 // without restarting the server.
@@ -291,13 +303,8 @@ func TestPostgresDown(t *testing.T) {
 	cluster, dbURL := pgtest.Cluster(t)
 	for _, batch := range []bool{false, true} {
 		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
-			cfg, err := pgxpool.ParseConfig(dbURL)
-			require.NoError(t, err)
-			cfg.ConnConfig.ConnectTimeout = time.Second
-			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-			require.NoError(t, err)
-			t.Cleanup(pool.Close)
-			b := setup(t, pool, opts{batch: batch})
+			b := setup(t, quickPool(t, dbURL), opts{batch: batch})
+			pool := b.pool
 			require.Equal(t, http.StatusOK, postStripe(t, b, fmt.Sprintf("evt_before_%v", batch)).Status)
 
 			require.NoError(t, cluster.Stop())
@@ -375,12 +382,7 @@ func TestPendingBytesBound(t *testing.T) {
 func TestPullThePlugUnderLoad(t *testing.T) {
 	t.Parallel()
 	cluster, dbURL := pgtest.DurableCluster(t)
-	cfg, err := pgxpool.ParseConfig(dbURL)
-	require.NoError(t, err)
-	cfg.ConnConfig.ConnectTimeout = time.Second
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := quickPool(t, dbURL)
 	b := setup(t, pool, opts{batch: true})
 
 	type outcome struct {
