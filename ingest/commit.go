@@ -399,7 +399,7 @@ func IsUnavailable(err error) bool {
 		return false
 	}
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
+	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
 		return true // the connection, a timeout, the pool closing
 	}
 	switch pgErr.Code[:2] {

@@ -84,6 +84,7 @@ func TestIsUnavailable(t *testing.T) {
 		require.Equal(t, want, IsUnavailable(fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: code})), code)
 	}
 	require.True(t, IsUnavailable(context.DeadlineExceeded))
+	require.True(t, IsUnavailable(&pgconn.PgError{}), "no SQLSTATE: not known to be the data's")
 	require.False(t, IsUnavailable(nil))
 	require.True(t, isTransient(&pgconn.PgError{Code: "40P01"}))
 	require.False(t, isTransient(&pgconn.PgError{Code: "23505"}))
