@@ -248,8 +248,8 @@ func (b *batcher) run(batch []*pending) {
 		}
 		return
 	}
-	// A data error: retry each delivery alone so only the bad one fails,
-	// within the same bound as the batch (the senders are waiting).
+	// A data error: retry each delivery alone so only the bad one fails; all
+	// the retries together get one more commit bound (the senders are waiting).
 	for _, p := range live {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(commitTimeout))
 		res, err := b.commit(ctx, []*Delivery{p.d})

@@ -7,11 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-
-	"github.com/hookline/hookline/internal/pgtest"
 )
 
 // BenchmarkCommit measures one ingest transaction (store.commit and the
@@ -21,12 +16,7 @@ import (
 // the disk's). ns/delivery is the figure to compare: group commit pays the
 // per-transaction costs once per batch.
 func BenchmarkCommit(b *testing.B) {
-	pool := pgtest.NewPool(b)
-	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	st := &store{pool: pool, river: rc}
+	st, _ := testStore(b)
 	src := &Source{Name: "stripe", OnDuplicate: OnDuplicateSkip, MaxAttempts: 10}
 	body := []byte(`{"id":"evt_x","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_1","amount":2000,"currency":"usd"}},"pad":"` +
 		strings.Repeat("x", 1300) + `"}`)

@@ -8,14 +8,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/hookline/hookline/internal/pgtest"
 )
 
 // On real Postgres, one delivery that the database refuses fails alone: an
@@ -26,16 +21,9 @@ import (
 // bad ones get the database's data error, not a 503-class one.
 func TestBatchIsolatesUnstorableDelivery(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.NewPool(t)
-	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
-	st := &store{pool: pool, river: rc}
+	st, pool := testStore(t)
 	src := &Source{Name: "stripe", OnDuplicate: OnDuplicateSkip, MaxAttempts: 3}
-	mk := func(id string, header string) *Delivery {
-		return &Delivery{Source: src, ReceivedAt: time.Now(), ContentType: "application/json",
-			Headers: map[string][]string{"X-Note": {header}}, Body: []byte(`{"id":"` + id + `"}`),
-			Events: []DeliveryEvent{{ID: id, Type: "t", Length: -1}}}
-	}
+	mk := func(id, header string) *Delivery { return testDelivery(src, id, header) }
 	rnd := make([]byte, 2000)
 	_, _ = rand.Read(rnd)
 	huge := hex.EncodeToString(rnd) // 4,000 bytes that do not compress

@@ -3,11 +3,8 @@ package ingest
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookline/hookline/internal/pgtest"
@@ -77,17 +74,10 @@ func TestPipeTx(t *testing.T) {
 // neither does a COMMIT that fails after River's insert succeeded.
 func TestCommitRidesWithRiverInsert(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.NewPool(t)
+	st, pool := testStore(t)
 	ctx := context.Background()
-	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
-	st := &store{pool: pool, river: rc}
 	skip := &Source{Name: "s", OnDuplicate: OnDuplicateSkip, MaxAttempts: 3}
-	mk := func(src *Source, id string) *Delivery {
-		return &Delivery{Source: src, ReceivedAt: time.Now(), ContentType: "application/json",
-			Headers: map[string][]string{}, Body: []byte(`{"id":"` + id + `"}`),
-			Events: []DeliveryEvent{{ID: id, Type: "t", Length: -1}}}
-	}
+	mk := func(src *Source, id string) *Delivery { return testDelivery(src, id, "ok") }
 	stored := func(id string) (deliveries, jobs int) {
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM hookline_deliveries WHERE body = $1`, []byte(`{"id":"`+id+`"}`)).Scan(&deliveries))
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE args->>'event_id' = $1`, id).Scan(&jobs))

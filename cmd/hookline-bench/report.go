@@ -394,10 +394,8 @@ func chartSVG(rep *Report) string {
 	fmt.Fprintf(&sb, `<text x="%d" y="20" font-size="15" font-weight="bold">hookline ingest: naive vs group commit (%s, %d CPUs, fsync %s)</text>`+"\n",
 		leftA-40, html.EscapeString(rep.Machine.Postgres), rep.Machine.CPUs, html.EscapeString(rep.Machine.Fsync))
 	dup, _ := rep.Settings["duplicate_ratio"].(float64)
-	runs := ""
-	if n, _ := rep.Settings["repeat"].(float64); n > 1 {
-		runs = fmt.Sprintf(" (points: medians of %.0f runs, modes alternating)", n)
-	} else if n, _ := rep.Settings["repeat"].(int); n > 1 {
+	runs := "" // repeat is an int, or a float64 once read back from results.json
+	if n, _ := strconv.Atoi(fmt.Sprint(rep.Settings["repeat"])); n > 1 {
 		runs = fmt.Sprintf(" (points: medians of %d runs, modes alternating)", n)
 	}
 	fmt.Fprintf(&sb, `<text x="%d" y="38" fill="#555">hookline %s; %v per run%s, %.0f%% duplicates</text>`+"\n",
