@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -62,6 +63,8 @@ type commitFunc func(ctx context.Context, ds []*Delivery) ([][]EventResult, erro
 type store struct {
 	pool  *pgxpool.Pool
 	river *river.Client[pgx.Tx]
+
+	lastNotify atomic.Int64 // UnixNano of the last batch that notified River's workers
 }
 
 type eventRow struct {
@@ -83,13 +86,14 @@ func key(source, id string) string { return source + "\x00" + id }
 // commit stores ds in one transaction and returns each delivery's results.
 // Duplicates within ds and against existing events are resolved exactly as
 // they would be one by one: the first occurrence of a key decides, later ones
-// are duplicates. This is the naive mode's transaction, pgx's standard one:
-// BEGIN, the statements, COMMIT, each its own round trip.
+// are duplicates. This is the naive mode's transaction, the textbook one:
+// pgx's BEGIN, the store statement, River's InsertManyTx, COMMIT, each its
+// own round trip.
 func (s *store) commit(ctx context.Context, ds []*Delivery) ([][]EventResult, error) {
 	var out [][]EventResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = s.commitTx(ctx, ds, func(ctx context.Context, sql string, args ...any) (pgx.Tx, pgx.Rows, error) {
+		out, err = s.commitTx(ctx, ds, false, func(ctx context.Context, sql string, args ...any) (pgx.Tx, pgx.Rows, error) {
 			rows, err := tx.Query(ctx, sql, args...)
 			return tx, rows, err
 		})
@@ -101,21 +105,26 @@ func (s *store) commit(ctx context.Context, ds []*Delivery) ([][]EventResult, er
 	return out, nil
 }
 
-// commitPipelined is commit for the group committer: the same statements in
-// one transaction, with BEGIN sent in the same round trip as the first and,
-// unless a reject source is in the batch, COMMIT in the same round trip as
-// River's insert (see pipeTx).
+// commitPipelined is commit for the group committer, in one round trip: the
+// River jobs are inserted by the store statement itself (storeJobsSQL), and
+// BEGIN, that statement, River's insert notification and COMMIT go in one
+// pipeline (pipeTx). A batch with a reject source, which may need dead items
+// for its duplicates, sends COMMIT after them, in a second round trip.
 func (s *store) commitPipelined(ctx context.Context, ds []*Delivery) ([][]EventResult, error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Release() // a connection left in a transaction is destroyed, not reused
+	opts := pipeOpts{commit: !anyReject(ds)}
+	if s.notifyDue(time.Now()) {
+		opts.after = []string{jobs.InsertNotifySQL}
+	}
 	var tx *pipeTx
-	out, err := s.commitTx(ctx, ds, func(ctx context.Context, sql string, args ...any) (pgx.Tx, pgx.Rows, error) {
+	out, err := s.commitTx(ctx, ds, true, func(ctx context.Context, sql string, args ...any) (pgx.Tx, pgx.Rows, error) {
 		var rows pgx.Rows
 		var err error
-		tx, rows, err = beginPipelined(ctx, c.Conn(), sql, args...)
+		tx, rows, err = beginPipelined(ctx, c.Conn(), sql, opts, args...)
 		return tx, rows, err
 	})
 	if err != nil {
@@ -124,11 +133,27 @@ func (s *store) commitPipelined(ctx context.Context, ds []*Delivery) ([][]EventR
 		}
 		return nil, err
 	}
-	// COMMIT now, or, if it went with River's insert, its outcome.
+	// COMMIT now, or, if it went with the store statement, its outcome.
 	if err := tx.Commit(ctx); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// notifyEvery is how often at most the group committer wakes River's
+// workers: River's own insert notifies a queue at most once per its client's
+// FetchCooldown (jobs.NewClient: 20 ms). A notification holds a global lock
+// while its transaction commits, so one per batch would serialize commits.
+// As with River's, a turn is taken before the batch commits: if that batch
+// fails, jobs of the next ones in the same 20 ms wait for the workers' poll
+// (jobs.NewClient: FetchPollInterval 200 ms).
+const notifyEvery = 20 * time.Millisecond
+
+// notifyDue reports whether the batch committing at now sends River's insert
+// notification, and if so takes the turn.
+func (s *store) notifyDue(now time.Time) bool {
+	last := s.lastNotify.Load()
+	return now.UnixNano()-last >= int64(notifyEvery) && s.lastNotify.CompareAndSwap(last, now.UnixNano())
 }
 
 // storeSQL writes a batch in one statement (one round trip): it draws the
@@ -146,7 +171,42 @@ func (s *store) commitPipelined(ctx context.Context, ds []*Delivery) ([][]EventR
 // candidate, confirmed by River's unique insert (commitTx, step 2). Event
 // rows are written in the order given (sorted by key in Go), so that
 // concurrent batches lock rows in the same order and never deadlock.
-const storeSQL = `
+const storeSQL = storeCTEs + `
+SELECT ids, NULL, NULL, NULL, NULL, NULL, NULL::bool FROM ids
+UNION ALL
+SELECT NULL, source, event_id, state, fresh, first_received_at, NULL FROM ev`
+
+// storeJobsSQL is storeSQL that also inserts the events' River jobs, the
+// group committer's statement: the whole transaction is one round trip.
+// Each first occurrence of a key ($7, $8) gets its job row ($15 args, $16
+// max_attempts, $17 unique key: jobs.NewEventJob), unless its event is
+// completed within its dedup window; River's own insert statement
+// (JobInsertFastMany) decides the rest: on a job already waiting or running
+// for the event (River's unique index, until executed) nothing is inserted,
+// and the event is a duplicate. The job rows answer (source, event_id,
+// skipped as duplicate). $18–$21 are the jobs' priority, queue, unique
+// states and kind.
+const storeJobsSQL = storeCTEs + `, job AS (
+	INSERT INTO river_job (args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
+	SELECT j.args, now(), $21, j.max_attempts, '{}', $18, $19, now(), 'available', '{}', j.unique_key, $20::int::bit(8)
+	FROM unnest($7::text[], $8::text[], $15::jsonb[], $16::int2[], $17::bytea[]) WITH ORDINALITY
+		AS j(source, event_id, args, max_attempts, unique_key, ord)
+		JOIN ev ON ev.source = j.source AND ev.event_id = j.event_id
+	WHERE ev.fresh OR ev.state <> 'completed'
+	ORDER BY j.ord
+	ON CONFLICT (unique_key)
+		WHERE unique_key IS NOT NULL AND unique_states IS NOT NULL AND river_job_state_in_bitmask(unique_states, state)
+		DO UPDATE SET kind = river_job.kind
+	RETURNING args->>'source' AS source, args->>'event_id' AS event_id, xmax <> 0 AS skipped
+)
+SELECT ids, NULL, NULL, NULL, NULL, NULL, NULL::bool FROM ids
+UNION ALL
+SELECT NULL, source, event_id, state, fresh, first_received_at, NULL FROM ev
+UNION ALL
+SELECT NULL, source, event_id, NULL, NULL, NULL, skipped FROM job`
+
+// storeCTEs are the statements storeSQL and storeJobsSQL share.
+const storeCTEs = `
 WITH d AS MATERIALIZED (
 	SELECT nextval('hookline_deliveries_id_seq') AS id, u.*
 	FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::jsonb[], $5::int[], $6::int[]) WITH ORDINALITY
@@ -173,14 +233,14 @@ WITH d AS MATERIALIZED (
 		event_type  = CASE WHEN e.state = 'dead' OR (e.state = 'completed' AND e.dedup_until <= now()) THEN excluded.event_type ELSE e.event_type END,
 		queued_at   = CASE WHEN e.state = 'dead' OR (e.state = 'completed' AND e.dedup_until <= now()) THEN now() ELSE e.queued_at END
 	RETURNING e.source, e.event_id, e.state, (e.xmax = 0) OR e.queued_at = now() AS fresh, e.first_received_at
-)
-SELECT ids, NULL, NULL, NULL, NULL, NULL FROM ids
-UNION ALL
-SELECT NULL, source, event_id, state, fresh, first_received_at FROM ev`
+)`
 
 // commitTx runs the statements of commit; first runs the first one and
 // returns the transaction the others run in (pgx's, or beginPipelined's).
-func (s *store) commitTx(ctx context.Context, ds []*Delivery, first func(context.Context, string, ...any) (pgx.Tx, pgx.Rows, error)) ([][]EventResult, error) {
+//
+// With direct, the store statement inserts the River jobs (storeJobsSQL);
+// otherwise River's InsertManyTx does, in a statement of its own.
+func (s *store) commitTx(ctx context.Context, ds []*Delivery, direct bool, first func(context.Context, string, ...any) (pgx.Tx, pgx.Rows, error)) ([][]EventResult, error) {
 	// 1. Deliveries and events, in one statement.
 	src := make([]string, len(ds))
 	recv := make([]time.Time, len(ds))
@@ -247,7 +307,21 @@ func (s *store) commitTx(ctx context.Context, ds []*Delivery, first func(context
 			eOff[i], eLen[i] = &off, &l
 		}
 	}
-	tx, res, err := first(ctx, storeSQL, src, recv, cts, hdrs, bodyAt, bodyLen, eSrc, eID, eType, eDeliv, eOff, eLen, eCount, bodies)
+	args := []any{src, recv, cts, hdrs, bodyAt, bodyLen, eSrc, eID, eType, eDeliv, eOff, eLen, eCount, bodies}
+	sql := storeSQL
+	if direct {
+		jArgs, jKeys, jMax := make([][]byte, n), make([][]byte, n), make([]int16, n)
+		for i, r := range firsts {
+			j, err := jobs.NewEventJob(r.d.Source.Name, r.ev.ID, r.d.Source.MaxAttempts)
+			if err != nil {
+				return nil, err
+			}
+			jArgs[i], jKeys[i], jMax[i] = j.Args, j.UniqueKey, j.MaxAttempts
+		}
+		sql = storeJobsSQL
+		args = append(args, jArgs, jMax, jKeys, jobs.EventJobPriority, jobs.Queue, int32(jobs.EventUniqueStates), jobs.EventArgs{}.Kind())
+	}
+	tx, res, err := first(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store deliveries: %w", err)
 	}
@@ -255,18 +329,29 @@ func (s *store) commitTx(ctx context.Context, ds []*Delivery, first func(context
 	for res.Next() {
 		var dids []int64
 		var source, id, state *string
-		var fresh *bool
+		var fresh, skipped *bool
 		var first *time.Time
-		if err := res.Scan(&dids, &source, &id, &state, &fresh, &first); err != nil {
+		if err := res.Scan(&dids, &source, &id, &state, &fresh, &first, &skipped); err != nil {
 			res.Close()
 			return nil, fmt.Errorf("store deliveries: %w", err)
 		}
-		if source == nil {
+		switch {
+		case source == nil:
 			ids = dids
-			continue
+		case state == nil: // a job row (storeJobsSQL)
+			r := firstOf[key(*source, *id)]
+			if r == nil {
+				res.Close()
+				return nil, fmt.Errorf("store deliveries: a job for an event not in the batch (%q, %q)", *source, *id)
+			}
+			r.status = StatusAccepted
+			if *skipped {
+				r.status = StatusDuplicate
+			}
+		default:
+			r := firstOf[key(*source, *id)]
+			r.state, r.fresh, r.received = *state, *fresh, *first
 		}
-		r := firstOf[key(*source, *id)]
-		r.state, r.fresh, r.received = *state, *fresh, *first
 	}
 	res.Close()
 	if err := res.Err(); err != nil {
@@ -282,12 +367,19 @@ func (s *store) commitTx(ctx context.Context, ds []*Delivery, first func(context
 	// 2. River jobs, unique until executed. An event completed within its
 	// window never gets one; every other first occurrence asks River, whose
 	// answer (UniqueSkippedAsDuplicate) decides between accepted and duplicate.
+	// With direct, storeJobsSQL did the same in step 1.
 	params := make([]river.InsertManyParams, 0, len(firsts))
 	asked := make([]*eventRow, 0, len(firsts))
 	opts := map[int]*river.InsertOpts{} // by MaxAttempts; River only reads them
 	for _, r := range firsts {
 		if !r.fresh && r.state == "completed" {
 			r.status = StatusDuplicate
+			continue
+		}
+		if direct {
+			if r.status == "" {
+				return nil, fmt.Errorf("store deliveries: no job answer for event %q of source %q", r.ev.ID, r.d.Source.Name)
+			}
 			continue
 		}
 		o := opts[r.d.Source.MaxAttempts]
@@ -302,12 +394,6 @@ func (s *store) commitTx(ctx context.Context, ds []*Delivery, first func(context
 		asked = append(asked, r)
 	}
 	if len(params) > 0 {
-		// River's insert is the transaction's last write unless a reject
-		// source may need dead items for duplicates (known only from
-		// River's answer): then COMMIT can go with it (pipeTx).
-		if p, ok := tx.(*pipeTx); ok && !anyReject(ds) {
-			p.commitOnInsert = true
-		}
 		results, err := s.river.InsertManyTx(ctx, tx, params)
 		if err != nil {
 			return nil, fmt.Errorf("enqueue: %w", err)

@@ -3,57 +3,54 @@ package ingest
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// pipeTx is the group committer's transaction: BEGIN travels in the same
-// round trip as its first statement (pgx's Batch.BeginTx), and COMMIT can
-// travel with River's job insert, its last write. A batch then costs two
-// round trips (BEGIN + store, River's insert + COMMIT) instead of four; on a
-// loaded machine every round trip waits for both sides to be scheduled
-// (~0.3 ms of a ~4 ms batch here).
+// pipeTx is the group committer's transaction: BEGIN, its first statement
+// and, when that statement is the transaction's only write, COMMIT travel in
+// one round trip (a pgx.Batch: pipelined, one Sync). On a loaded machine
+// every round trip waits for both sides to be scheduled (~0.3 ms of a ~4 ms
+// batch here), so a batch costs one wait instead of four.
 //
-// It is a pgx.Tx, so River's InsertManyTx uses it like any other.
+// Atomicity is Postgres's: after an error the server skips the rest of the
+// pipeline, COMMIT included, and the transaction is left open (aborted) for
+// Rollback.
 type pipeTx struct {
 	pgx.Tx
 
-	// commitOnInsert asks for COMMIT to be sent right behind River's job
-	// insert, recognised by its statement name (riverInsertMarker): the
-	// caller sets it when that insert is the transaction's last write. A
-	// River version whose insert is not recognised just gets the COMMIT in
-	// its own round trip. River's insert notification (pg_notify), which
-	// follows the insert, then runs after COMMIT, on its own: a wake-up hint
-	// for workers, sent a moment later.
-	commitOnInsert bool
-	committed      bool  // COMMIT went with the insert, and succeeded
-	commitErr      error // COMMIT went with the insert, and failed
+	committed bool  // COMMIT went with the first statement, and succeeded
+	commitErr error // COMMIT went with the first statement, and failed
 }
 
-// riverInsertMarker names River's batch job insert in its SQL (sqlc's
-// "-- name:" comment), which River's driver runs through Query;
-// riverNotifyMarker its insert notification, the one statement River sends
-// after the insert.
-const (
-	riverInsertMarker = "-- name: JobInsertFastMany "
-	riverNotifyMarker = "-- name: PGNotifyMany "
-)
+// pipeOpts are what beginPipelined sends behind the first statement.
+type pipeOpts struct {
+	// after are statements without results (a notification) that belong to
+	// the transaction.
+	after []string
+	// commit sends COMMIT: the caller writes nothing more.
+	commit bool
+}
 
-// errAfterCommit refuses a statement sent after the COMMIT that went with
-// River's insert: it would run outside the transaction. Should a River
-// version write more after its insert, ingest fails loudly (503s, and every
-// ingest test) instead of quietly losing atomicity.
-var errAfterCommit = errors.New("ingest: statement after the transaction's COMMIT (sent with River's insert); only River's insert notification may follow it")
+// errAfterCommit refuses a statement sent on a transaction whose COMMIT went
+// with its first statement: it would run outside the transaction.
+var errAfterCommit = errors.New("ingest: statement after the transaction's COMMIT (sent with its first statement)")
 
 // beginPipelined begins a transaction on conn with sql as its first
-// statement, in one round trip, and returns the transaction and sql's rows.
-// The transaction is usable once the rows are closed.
-func beginPipelined(ctx context.Context, conn *pgx.Conn, sql string, args ...any) (*pipeTx, pgx.Rows, error) {
+// statement, followed by opts, in one round trip, and returns the
+// transaction and sql's rows. The transaction is usable once the rows are
+// closed; with opts.commit it is then over, and Commit reports its outcome.
+func beginPipelined(ctx context.Context, conn *pgx.Conn, sql string, opts pipeOpts, args ...any) (*pipeTx, pgx.Rows, error) {
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
 	b.Queue(sql, args...)
+	for _, s := range opts.after {
+		b.Queue(s)
+	}
+	if opts.commit {
+		b.Queue("commit")
+	}
 	br := conn.SendBatch(ctx, b)
 	tx := &pipeTx{Tx: br.Tx()}
 	if _, err := br.Exec(); err != nil { // BEGIN's answer
@@ -65,19 +62,17 @@ func beginPipelined(ctx context.Context, conn *pgx.Conn, sql string, args ...any
 		_ = br.Close()
 		return tx, nil, err
 	}
-	return tx, &batchRows{Rows: rows, br: br}, nil
+	return tx, &pipeRows{Rows: rows, br: br, tx: tx, after: len(opts.after), commit: opts.commit}, nil
 }
 
-// afterCommit reports whether sql must be refused: the transaction is over
-// and sql is not River's notification.
-func (t *pipeTx) afterCommit(sql string) bool {
-	return (t.committed || t.commitErr != nil) && !strings.HasPrefix(strings.TrimSpace(sql), riverNotifyMarker)
-}
+// over reports whether the transaction ended with its first statement.
+func (t *pipeTx) over() bool { return t.committed || t.commitErr != nil }
 
-// Commit commits, or reports how the COMMIT sent with River's insert went.
+// Commit commits, or reports how the COMMIT sent with the first statement went.
 func (t *pipeTx) Commit(ctx context.Context) error {
 	switch {
 	case t.committed:
+		t.committed, t.commitErr = false, pgx.ErrTxClosed // a second Commit is pgx's error
 		return nil
 	case t.commitErr != nil:
 		return t.commitErr
@@ -85,115 +80,97 @@ func (t *pipeTx) Commit(ctx context.Context) error {
 	return t.Tx.Commit(ctx)
 }
 
-// Rollback rolls back, unless the transaction already ended with River's insert.
+// Rollback rolls back, unless the transaction already ended.
 func (t *pipeTx) Rollback(ctx context.Context) error {
-	if t.committed || t.commitErr != nil {
+	if t.over() {
 		return pgx.ErrTxClosed
 	}
 	return t.Tx.Rollback(ctx)
 }
 
 func (t *pipeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.afterCommit(sql) {
+	if t.over() {
 		return pgconn.CommandTag{}, errAfterCommit
 	}
 	return t.Tx.Exec(ctx, sql, args...)
 }
 
+func (t *pipeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.over() {
+		return nil, errAfterCommit
+	}
+	return t.Tx.Query(ctx, sql, args...)
+}
+
 func (t *pipeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if t.afterCommit(sql) {
+	if t.over() {
 		return errRow{}
 	}
 	return t.Tx.QueryRow(ctx, sql, args...)
 }
 
 func (t *pipeTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
-	if t.afterCommit("") {
+	if t.over() {
 		return 0, errAfterCommit
 	}
 	return t.Tx.CopyFrom(ctx, table, cols, src)
 }
 
 func (t *pipeTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if t.afterCommit("") {
+	if t.over() {
 		return errBatch{}
 	}
 	return t.Tx.SendBatch(ctx, b)
 }
 
-func (t *pipeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if t.afterCommit(sql) {
-		return nil, errAfterCommit
-	}
-	if !t.commitOnInsert || !strings.HasPrefix(strings.TrimSpace(sql), riverInsertMarker) {
-		return t.Tx.Query(ctx, sql, args...)
-	}
-	t.commitOnInsert = false
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	b.Queue("commit")
-	br := t.Tx.SendBatch(ctx, b)
-	rows, err := br.Query()
-	if err != nil {
-		_ = br.Close()
-		return nil, err
-	}
-	return &commitRows{batchRows: batchRows{Rows: rows, br: br}, tx: t}, nil
-}
-
-// batchRows are the rows of a batch's last statement; closing them closes
-// the batch, whose error (if any) Err then reports.
-type batchRows struct {
+// pipeRows are the rows of the first statement: Close reads the answers of
+// the statements behind it, COMMIT's into the transaction, and closes the
+// batch; Err reports the first statement's error, or theirs.
+type pipeRows struct {
 	pgx.Rows
-	br  pgx.BatchResults
-	err error
+	br     pgx.BatchResults
+	tx     *pipeTx
+	after  int
+	commit bool
+	err    error
 }
 
-func (r *batchRows) Close() {
-	r.Rows.Close()
-	if r.br != nil {
-		if err := r.br.Close(); err != nil && r.err == nil {
-			r.err = err
-		}
-		r.br = nil
-	}
-}
-
-func (r *batchRows) Err() error {
-	if err := r.Rows.Err(); err != nil {
-		return err
-	}
-	return r.err
-}
-
-// commitRows are the rows of River's insert with COMMIT queued behind them:
-// Close reads COMMIT's answer into the transaction. River checks the rows'
-// error before it closes them, so the caller checks the transaction's
-// outcome (Commit) after River returns.
-type commitRows struct {
-	batchRows
-	tx *pipeTx
-}
-
-func (r *commitRows) Close() {
+func (r *pipeRows) Close() {
 	r.Rows.Close()
 	if r.br == nil {
 		return
 	}
-	tag, err := r.br.Exec()
-	switch {
-	case r.Rows.Err() != nil:
-		// The insert failed: the server skipped COMMIT, and the transaction
-		// is still open (aborted) for the caller to roll back.
-	case err != nil:
-		r.tx.commitErr = err
-	case tag.String() != "COMMIT":
-		r.tx.commitErr = pgx.ErrTxCommitRollback
-	default:
-		r.tx.committed = true
+	failed := r.Rows.Err() != nil
+	for range r.after {
+		if _, err := r.br.Exec(); err != nil && r.err == nil && !failed {
+			r.err = err
+		}
 	}
-	_ = r.br.Close() // its error, if any, is the insert's or COMMIT's, kept above
+	if r.commit {
+		tag, err := r.br.Exec()
+		switch {
+		case failed || r.err != nil:
+			// A statement failed: the server skipped COMMIT, and the
+			// transaction is still open (aborted) for the caller to roll back.
+		case err != nil:
+			r.tx.commitErr = err
+		case tag.String() != "COMMIT":
+			r.tx.commitErr = pgx.ErrTxCommitRollback
+		default:
+			r.tx.committed = true
+		}
+	}
+	if err := r.br.Close(); err != nil && r.err == nil && !failed && !r.tx.over() {
+		r.err = err
+	}
 	r.br = nil
+}
+
+func (r *pipeRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
 }
 
 // errRow and errBatch answer errAfterCommit.

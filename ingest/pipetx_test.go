@@ -27,7 +27,7 @@ func TestPipeTx(t *testing.T) {
 		c, err := pool.Acquire(ctx)
 		require.NoError(t, err)
 		t.Cleanup(c.Release)
-		tx, rows, err := beginPipelined(ctx, c.Conn(), sql)
+		tx, rows, err := beginPipelined(ctx, c.Conn(), sql, pipeOpts{})
 		if err != nil {
 			return tx, nil, err
 		}
@@ -65,14 +65,54 @@ func TestPipeTx(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, tx.Rollback(ctx))
 	require.Equal(t, 3, count())
+
+	// COMMIT with the first statement: over in one round trip; nothing may follow.
+	c, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer c.Release()
+	tx, rows, err := beginPipelined(ctx, c.Conn(), `INSERT INTO pipe_t VALUES (30) RETURNING v`, pipeOpts{commit: true, after: []string{`SELECT pg_notify('pipe_t', 'x')`}})
+	require.NoError(t, err)
+	vs, err = pgx.CollectRows(rows, pgx.RowTo[int])
+	require.NoError(t, err)
+	require.Equal(t, []int{30}, vs)
+	require.Equal(t, byte('I'), c.Conn().PgConn().TxStatus(), "committed")
+	require.Equal(t, 4, count())
+	require.NoError(t, tx.Commit(ctx))
+	require.ErrorIs(t, tx.Commit(ctx), pgx.ErrTxClosed)
+	require.ErrorIs(t, tx.Rollback(ctx), pgx.ErrTxClosed)
+	_, err = tx.Exec(ctx, `INSERT INTO pipe_t VALUES (31)`)
+	require.ErrorIs(t, err, errAfterCommit)
+	_, err = tx.Query(ctx, `SELECT 1`)
+	require.ErrorIs(t, err, errAfterCommit)
+	require.ErrorIs(t, tx.QueryRow(ctx, `SELECT 1`).Scan(new(int)), errAfterCommit)
+
+	// The first statement fails: COMMIT is skipped, Rollback ends the transaction.
+	tx, rows, err = beginPipelined(ctx, c.Conn(), `INSERT INTO pipe_t VALUES (30) RETURNING v`, pipeOpts{commit: true})
+	if err == nil {
+		_, err = pgx.CollectRows(rows, pgx.RowTo[int])
+	}
+	require.ErrorContains(t, err, "duplicate key")
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, byte('I'), c.Conn().PgConn().TxStatus())
+
+	// A statement behind the first fails: COMMIT is skipped, nothing is kept.
+	tx, rows, err = beginPipelined(ctx, c.Conn(), `INSERT INTO pipe_t VALUES (40) RETURNING v`, pipeOpts{commit: true, after: []string{`SELECT 1/0`}})
+	require.NoError(t, err)
+	for rows.Next() {
+	}
+	rows.Close() // the statements behind the first answer when the rows close
+	require.ErrorContains(t, rows.Err(), "division by zero")
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, byte('I'), c.Conn().PgConn().TxStatus())
+	require.Equal(t, 4, count())
 }
 
-// The group committer's transaction sends COMMIT with River's job insert
-// (recognised by its statement name: if River renames it, this test fails
-// and the committer quietly falls back to a COMMIT of its own), and the
-// outcome is all or nothing: an insert River fails stores nothing, and
-// neither does a COMMIT that fails after River's insert succeeded.
-func TestCommitRidesWithRiverInsert(t *testing.T) {
+// The group committer's transaction is one round trip (BEGIN, the store
+// statement with the River jobs, River's notification, COMMIT) and all or
+// nothing: a job insert that fails stores nothing, and neither does a COMMIT
+// that fails after the statement succeeded. A batch with a reject source
+// writes its dead items in the same transaction before COMMIT.
+func TestPipelinedCommitIsAtomic(t *testing.T) {
 	t.Parallel()
 	st, pool := testStore(t)
 	ctx := context.Background()
@@ -84,34 +124,13 @@ func TestCommitRidesWithRiverInsert(t *testing.T) {
 		return deliveries, jobs
 	}
 
-	c, err := pool.Acquire(ctx)
+	out, err := st.commitPipelined(ctx, []*Delivery{mk(skip, "evt_ride_1"), mk(skip, "evt_ride_2")})
 	require.NoError(t, err)
-	var tx *pipeTx
-	out, err := st.commitTx(ctx, []*Delivery{mk(skip, "evt_ride_1"), mk(skip, "evt_ride_2")},
-		func(ctx context.Context, sql string, args ...any) (pgx.Tx, pgx.Rows, error) {
-			var rows pgx.Rows
-			var err error
-			tx, rows, err = beginPipelined(ctx, c.Conn(), sql, args...)
-			return tx, rows, err
-		})
-	require.NoError(t, err)
-	require.True(t, tx.committed, "COMMIT was sent with River's insert")
-	require.NoError(t, tx.Commit(ctx))
-	// Nothing but River's notification may follow: it would run outside.
-	_, err = tx.Exec(ctx, `INSERT INTO hookline_dead (source, event_id, reason, payload) VALUES ('s', 'x', 'duplicate', '')`)
-	require.ErrorIs(t, err, errAfterCommit)
-	_, err = tx.Query(ctx, `SELECT 1`)
-	require.ErrorIs(t, err, errAfterCommit)
-	require.ErrorIs(t, tx.QueryRow(ctx, `SELECT 1`).Scan(new(int)), errAfterCommit)
-	_, err = tx.Exec(ctx, "-- name: PGNotifyMany :exec\nSELECT pg_notify('hookline_test', 'x')")
-	require.NoError(t, err, "River's insert notification runs on its own")
-	require.Equal(t, byte('I'), c.Conn().PgConn().TxStatus())
-	c.Release()
 	require.Equal(t, StatusAccepted, out[0][0].Status)
 	d, j := stored("evt_ride_2")
 	require.Equal(t, [2]int{1, 1}, [2]int{d, j})
 
-	// River's insert fails: the transaction rolls back.
+	// The job insert fails: the transaction rolls back.
 	_, err = pool.Exec(ctx, `CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF NEW.args->>'event_id' = 'evt_boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$;
 		CREATE TRIGGER boom BEFORE INSERT ON river_job FOR EACH ROW EXECUTE FUNCTION boom()`)
@@ -123,7 +142,7 @@ func TestCommitRidesWithRiverInsert(t *testing.T) {
 		require.Equal(t, [2]int{0, 0}, [2]int{d, j}, id)
 	}
 
-	// River's insert succeeds, COMMIT fails (a deferred constraint): nothing kept.
+	// The statement succeeds, COMMIT fails (a deferred constraint): nothing kept.
 	_, err = pool.Exec(ctx, `CREATE FUNCTION late() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF NEW.event_id = 'evt_late' THEN RAISE EXCEPTION 'late'; END IF; RETURN NEW; END $$;
 		CREATE CONSTRAINT TRIGGER late AFTER INSERT ON hookline_events DEFERRABLE INITIALLY DEFERRED
@@ -136,15 +155,18 @@ func TestCommitRidesWithRiverInsert(t *testing.T) {
 		require.Equal(t, [2]int{0, 0}, [2]int{d, j}, id)
 	}
 
-	// A reject source may need dead items after River's answer: COMMIT
-	// then goes on its own, and the dead item is in the transaction.
+	// A reject source may need dead items after the store statement's answer:
+	// COMMIT then goes on its own, and the dead item is in the transaction.
 	reject := &Source{Name: "r", OnDuplicate: OnDuplicateReject, MaxAttempts: 3}
 	res, err := st.commitPipelined(ctx, []*Delivery{mk(reject, "evt_rej"), mk(reject, "evt_rej")})
 	require.NoError(t, err)
+	require.Equal(t, StatusAccepted, res[0][0].Status)
 	require.Equal(t, StatusDuplicate, res[1][0].Status)
 	var dead int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM hookline_dead WHERE event_id = 'evt_rej' AND reason = 'duplicate'`).Scan(&dead))
 	require.Equal(t, 1, dead)
+	d, j = stored("evt_rej")
+	require.Equal(t, [2]int{2, 1}, [2]int{d, j})
 
 	var stuck int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`).Scan(&stuck))

@@ -34,6 +34,7 @@ const (
 	DefaultDedupWindow       = 720 * time.Hour
 	DefaultDestTimeout       = 10 * time.Second
 	DefaultMaxAttempts       = 10
+	MaxMaxAttempts           = 8000
 	DefaultBackoffMin        = time.Second
 	DefaultBackoffMax        = time.Hour
 	DefaultBatchSize         = 32
@@ -395,6 +396,9 @@ func (s *Source) validate(p string) error {
 	}
 	if d.MaxAttempts < 1 {
 		return field(p+".destination.max_attempts", "must be at least 1")
+	}
+	if d.MaxAttempts > MaxMaxAttempts {
+		return field(p+".destination.max_attempts", "must be at most %d (River stores a job's attempt cap, 4 × max_attempts, as a smallint)", MaxMaxAttempts)
 	}
 	if d.Backoff.Min == 0 {
 		d.Backoff.Min = Duration(DefaultBackoffMin)

@@ -88,6 +88,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		"sources[0].lease":                    "  - {name: a, provider: stripe, secrets: [s], lease: 1ms}",
 		"sources[0].destination.secret":       "  - {name: a, provider: stripe, secrets: [s], destination: {url: 'http://x', secret: plain}}",
 		"sources[0].destination.max_attempts": "  - {name: a, provider: stripe, secrets: [s], destination: {url: 'http://x', max_attempts: -1}}",
+		"sources[1].destination.max_attempts": "  - {name: a, provider: stripe, secrets: [s]}\n  - {name: b, provider: stripe, secrets: [s], destination: {url: 'http://x', max_attempts: 8001}}",
 	}
 	for want, src := range cases {
 		_, err := config.Parse([]byte(base+src), env(nil))
