@@ -60,6 +60,10 @@ const RiverMaxAttempts = 1000
 // never to end a job that still has budget.
 func InsertOptsFor(maxAttempts int) *river.InsertOpts {
 	o := EventArgs{}.InsertOpts()
-	o.MaxAttempts = max(RiverMaxAttempts, maxAttempts*4)
+	o.MaxAttempts = riverAttemptCap(maxAttempts)
 	return &o
 }
+
+// riverAttemptCap is River's cap on the attempts of an event job whose
+// destination allows maxAttempts (see RiverMaxAttempts).
+func riverAttemptCap(maxAttempts int) int { return max(RiverMaxAttempts, maxAttempts*4) }

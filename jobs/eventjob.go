@@ -36,27 +36,34 @@ var EventUniqueStates = uniquestates.UniqueStatesToBitmask(UniqueStates)
 // NewEventJob returns the job row of (source, eventID) for a source whose
 // destination allows maxAttempts attempts.
 func NewEventJob(source, eventID string, maxAttempts int) (EventJob, error) {
-	args, err := json.Marshal(EventArgs{Source: source, EventID: eventID})
-	if err != nil {
-		return EventJob{}, fmt.Errorf("encode job args: %w", err)
+	capAttempts := riverAttemptCap(maxAttempts)
+	if capAttempts > math.MaxInt16 {
+		return EventJob{}, fmt.Errorf("job attempt cap %d (max_attempts %d) does not fit river_job.max_attempts (smallint)", capAttempts, maxAttempts)
 	}
+	// Each string encoded once, as encoding/json encodes it (River encodes
+	// args with json.Marshal); args and the unique key are built from them.
+	src, _ := json.Marshal(source) //nolint:errchkjson // a string always encodes
+	id, _ := json.Marshal(eventID) //nolint:errchkjson
+	// args: json.Marshal(EventArgs{Source: source, EventID: eventID}).
+	args := make([]byte, 0, 26+len(src)+len(id))
+	args = append(args, `{"source":`...)
+	args = append(args, src...)
+	args = append(args, `,"event_id":`...)
+	args = append(args, id...)
+	args = append(args, '}')
 	// River's unique args: the fields tagged river:"unique", sorted by JSON
 	// name, each with its value exactly as encoded in args.
-	id, _ := json.Marshal(eventID) //nolint:errchkjson // a string always encodes
-	src, _ := json.Marshal(source) //nolint:errchkjson
 	k := make([]byte, 0, 64+len(id)+len(src))
-	k = append(k, "&kind="+EventArgs{}.Kind()+`&args={"event_id":`...)
+	k = append(k, uniqueKeyPrefix...)
 	k = append(k, id...)
 	k = append(k, `,"source":`...)
 	k = append(k, src...)
 	k = append(k, '}')
 	sum := sha256.Sum256(k)
-	capAttempts := InsertOptsFor(maxAttempts).MaxAttempts
-	if capAttempts > math.MaxInt16 {
-		return EventJob{}, fmt.Errorf("job attempt cap %d (max_attempts %d) does not fit river_job.max_attempts (smallint)", capAttempts, maxAttempts)
-	}
 	return EventJob{Args: args, UniqueKey: sum[:], MaxAttempts: int16(capAttempts)}, nil
 }
+
+var uniqueKeyPrefix = "&kind=" + EventArgs{}.Kind() + `&args={"event_id":`
 
 // InsertNotifySQL tells River's workers listening in the current schema that
 // jobs are available on the event queue, as River's insert does (River's

@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -75,4 +76,20 @@ func ExampleNewEventJob() {
 	// Output:
 	// {"source":"stripe","event_id":"evt_123"}
 	// 32-byte unique key, states 11110001, max_attempts 1000
+}
+
+// NewEventJob's args are json.Marshal(EventArgs), byte for byte, and its
+// attempt cap InsertOptsFor's.
+func TestEventJobArgsAreEventArgs(t *testing.T) {
+	t.Parallel()
+	for _, c := range [][2]string{{"stripe", "evt_1"}, {`q"<&>\`, "é☃ 😀\u2028\x01"}, {"", ""}, {"a\xffb", "\xed\xa0\x80"}} {
+		for _, maxAttempts := range []int{1, 10, 250, 251, 8000} {
+			j, err := jobs.NewEventJob(c[0], c[1], maxAttempts)
+			require.NoError(t, err)
+			want, err := json.Marshal(jobs.EventArgs{Source: c[0], EventID: c[1]})
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(j.Args))
+			require.Equal(t, jobs.InsertOptsFor(maxAttempts).MaxAttempts, int(j.MaxAttempts))
+		}
+	}
 }
