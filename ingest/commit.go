@@ -368,9 +368,10 @@ func (s *store) commitTx(ctx context.Context, ds []*Delivery, direct bool, first
 	// window never gets one; every other first occurrence asks River, whose
 	// answer (UniqueSkippedAsDuplicate) decides between accepted and duplicate.
 	// With direct, storeJobsSQL did the same in step 1.
-	params := make([]river.InsertManyParams, 0, len(firsts))
-	asked := make([]*eventRow, 0, len(firsts))
-	opts := map[int]*river.InsertOpts{} // by MaxAttempts; River only reads them
+	// (Allocated on first use: with direct nothing is asked.)
+	var params []river.InsertManyParams
+	var asked []*eventRow
+	var opts map[int]*river.InsertOpts // by MaxAttempts; River only reads them
 	for _, r := range firsts {
 		if !r.fresh && r.state == "completed" {
 			r.status = StatusDuplicate
@@ -384,6 +385,9 @@ func (s *store) commitTx(ctx context.Context, ds []*Delivery, direct bool, first
 		}
 		o := opts[r.d.Source.MaxAttempts]
 		if o == nil {
+			if opts == nil {
+				opts = map[int]*river.InsertOpts{}
+			}
 			o = jobs.InsertOptsFor(r.d.Source.MaxAttempts)
 			opts[r.d.Source.MaxAttempts] = o
 		}
