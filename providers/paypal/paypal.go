@@ -20,13 +20,29 @@
 // the default https port). Plain http is allowed only for a loopback host
 // listed in cert_hosts, for tests. Trust rests on that https fetch from a
 // PayPal host; the certificate chain itself is not validated, but the
-// certificate must be current and hold an RSA key. Certificates are cached by
-// URL (at most 64) until their NotAfter; redirects are not followed. A fetch
-// that fails for network reasons (connection error, timeout, a 5xx answer)
-// is providers.ErrUnavailable: nothing is known about the delivery, and
-// PayPal retries. A URL that is not allowed, any other answer (404, a
-// redirect) and a certificate that is unreadable, not current or not RSA are
-// invalid signatures.
+// certificate must be current and hold an RSA key. Redirects are not
+// followed, and a PAYPAL-CERT-URL over 2048 bytes is not allowed.
+//
+// The delivery is not authenticated until the certificate is known, so the
+// fetches it can cause are bounded (see package keyfetch):
+//
+//   - certificates are cached by URL (at most 64) until their NotAfter; one
+//     not yet valid is cached too and refused until its NotBefore; one past
+//     its NotAfter is refused and not kept, so a renewed certificate at the
+//     same URL is picked up by the next delivery (within the rate limit);
+//   - an answer that a URL holds no usable certificate (a 404 or any other
+//     non-2xx answer but 408, 429 and 5xx, a redirect, a body over 64 KiB, no
+//     readable certificate, a key that is not RSA) is remembered for 2
+//     minutes (at most 1024 URLs): naming that URL again costs no fetch;
+//   - concurrent deliveries naming the same uncached URL share one fetch;
+//   - the adapter makes at most 10 fetches a second (bursts of 20); a fetch
+//     whose turn is more than a second away is not made.
+//
+// A fetch that cannot be made or answered (the rate limit, a connection
+// error, a timeout, a 408, 429 or 5xx answer) is providers.ErrUnavailable
+// (503): nothing is known about the delivery, and PayPal retries. Such
+// failures are not remembered. A URL that is not allowed, the answers above
+// and a certificate that is not current are invalid signatures.
 //
 // PAYPAL-TRANSMISSION-TIME must be within the tolerance (default 5 minutes,
 // both directions). PayPal's docs set no limit; every delivery attempt is its
@@ -57,10 +73,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hookline/hookline/providers"
+	"github.com/hookline/hookline/providers/keyfetch"
 )
 
 // Name is the adapter's registered name.
@@ -88,6 +104,9 @@ const (
 	maxCachedCerts = 64
 	maxCertBytes   = 64 << 10
 	fetchTimeout   = 10 * time.Second
+	// maxCertURLBytes bounds PAYPAL-CERT-URL (PayPal's are about 100 bytes),
+	// and so the memory a remembered answer about a URL takes.
+	maxCertURLBytes = 2048
 )
 
 func init() {
@@ -103,11 +122,6 @@ type Settings struct {
 	CertHosts []string `yaml:"cert_hosts"`
 }
 
-type cachedCert struct {
-	key      *rsa.PublicKey
-	notAfter time.Time
-}
-
 // Verifier is the PayPal adapter.
 type Verifier struct {
 	webhookID string
@@ -116,8 +130,10 @@ type Verifier struct {
 	now       func() time.Time
 	client    *http.Client
 
-	mu    sync.Mutex
-	certs map[string]cachedCert
+	// certs caches certificates by URL and coalesces their fetches; limiter
+	// bounds the fetches this adapter makes.
+	certs   *keyfetch.Cache[cert]
+	limiter *keyfetch.Limiter
 }
 
 // New returns a PayPal adapter for cfg.
@@ -144,8 +160,9 @@ func New(cfg providers.Config) (*Verifier, error) {
 		hosts:     map[string]bool{},
 		tolerance: cfg.Tolerance,
 		now:       cfg.NowFunc(),
-		certs:     map[string]cachedCert{},
+		limiter:   keyfetch.NewDefaultLimiter(),
 	}
+	v.certs = keyfetch.NewCache[cert](keyfetch.Options{MaxEntries: maxCachedCerts, Now: v.now})
 	for i, h := range hosts {
 		h = strings.ToLower(strings.TrimSpace(h))
 		if h == "" || strings.ContainsAny(h, "/?#@ ") {
@@ -177,6 +194,9 @@ func isLoopback(host string) bool {
 
 // CertURLAllowed reports whether PAYPAL-CERT-URL value raw may be fetched.
 func (v *Verifier) CertURLAllowed(raw string) (*url.URL, bool) {
+	if len(raw) > maxCertURLBytes {
+		return nil, false
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.User != nil || u.Host == "" || u.Opaque != "" {
 		return nil, false
@@ -214,74 +234,79 @@ func unavailable(format string, args ...any) error {
 	return fmt.Errorf("%w: %w: "+format, append([]any{providers.ErrUnavailable, errFetch}, args...)...)
 }
 
-func (v *Verifier) publicKey(u *url.URL) (*rsa.PublicKey, error) {
-	key := u.String()
-	now := v.now()
-	v.mu.Lock()
-	c, ok := v.certs[key]
-	if ok && now.After(c.notAfter) {
-		delete(v.certs, key)
-		ok = false
-	}
-	v.mu.Unlock()
-	if ok {
-		return c.key, nil
-	}
+// cert is what the adapter keeps of a fetched certificate.
+type cert struct {
+	key                 *rsa.PublicKey
+	notBefore, notAfter time.Time
+}
 
-	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, key, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errFetch, err)
-	}
-	resp, err := v.client.Do(req)
-	if err != nil {
-		return nil, unavailable("%v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 500 {
-		return nil, unavailable("%s answered %d", u.Host, resp.StatusCode)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%w: %s answered %d", errFetch, u.Host, resp.StatusCode)
-	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxCertBytes+1))
-	if err != nil {
-		return nil, unavailable("%v", err)
-	}
-	if len(raw) > maxCertBytes {
-		return nil, fmt.Errorf("%w: certificate response over %d bytes", errFetch, maxCertBytes)
-	}
-	cert, err := ParseCertificate(raw)
+// publicKey returns the key of the certificate at u if it is current: from
+// the cache, or fetched (within the rate limit, one fetch at a time per URL).
+func (v *Verifier) publicKey(u *url.URL) (*rsa.PublicKey, error) {
+	c, err := v.certs.Get(u.String(), func(time.Time) (cert, time.Time, error) {
+		c, err := v.fetchCert(u)
+		return c, c.notAfter, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	if now.Before(cert.NotBefore) || now.After(cert.NotAfter) {
+	// A certificate that is not current is refused. One not yet valid stays
+	// cached (it becomes usable at its NotBefore); one past its NotAfter is
+	// never kept, so a renewed certificate at the same URL is picked up.
+	now := v.now()
+	if now.Before(c.notBefore) || now.After(c.notAfter) {
 		return nil, fmt.Errorf("%w: the certificate is not valid now", errFetch)
 	}
-	pub, ok := cert.PublicKey.(*rsa.PublicKey)
-	if !ok {
-		return nil, fmt.Errorf("%w: the certificate key is not RSA", errFetch)
-	}
+	return c.key, nil
+}
 
-	v.mu.Lock()
-	if len(v.certs) >= maxCachedCerts {
-		// Evict expired entries, then (still full) the one expiring first.
-		var first string
-		for k, e := range v.certs {
-			if now.After(e.notAfter) {
-				delete(v.certs, k)
-			} else if first == "" || e.notAfter.Before(v.certs[first].notAfter) {
-				first = k
-			}
-		}
-		if len(v.certs) >= maxCachedCerts {
-			delete(v.certs, first)
-		}
+// fetchCert fetches the certificate at u. Errors wrap errFetch; those that
+// say nothing about the certificate (no turn within the rate limit, a network
+// error, a 408, 429 or 5xx answer) also wrap providers.ErrUnavailable.
+func (v *Verifier) fetchCert(u *url.URL) (cert, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return cert{}, fmt.Errorf("%w: %v", errFetch, err)
 	}
-	v.certs[key] = cachedCert{key: pub, notAfter: cert.NotAfter}
-	v.mu.Unlock()
-	return pub, nil
+	if err := v.limiter.Wait(ctx); err != nil {
+		return cert{}, fmt.Errorf("%w: %w", errFetch, err)
+	}
+	resp, err := v.client.Do(req)
+	if err != nil {
+		return cert{}, unavailable("%v", err)
+	}
+	defer resp.Body.Close()
+	if keyfetch.Transient(resp.StatusCode) {
+		return cert{}, unavailable("%s answered %d", u.Host, resp.StatusCode)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return cert{}, fmt.Errorf("%w: %s answered %d", errFetch, u.Host, resp.StatusCode)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxCertBytes+1))
+	if err != nil {
+		return cert{}, unavailable("%v", err)
+	}
+	return parseCert(raw)
+}
+
+// parseCert reads the answer of a certificate URL: at most maxCertBytes, a
+// certificate (see ParseCertificate) holding an RSA key. Its validity period
+// is not checked here. Errors wrap errFetch.
+func parseCert(raw []byte) (cert, error) {
+	if len(raw) > maxCertBytes {
+		return cert{}, fmt.Errorf("%w: certificate response over %d bytes", errFetch, maxCertBytes)
+	}
+	c, err := ParseCertificate(raw)
+	if err != nil {
+		return cert{}, err
+	}
+	pub, ok := c.PublicKey.(*rsa.PublicKey)
+	if !ok {
+		return cert{}, fmt.Errorf("%w: the certificate key is not RSA", errFetch)
+	}
+	return cert{key: pub, notBefore: c.NotBefore, notAfter: c.NotAfter}, nil
 }
 
 // ParseCertificate returns the first certificate of a PEM bundle (the leaf,

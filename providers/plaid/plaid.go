@@ -2,7 +2,7 @@
 // compact JWS (JWT) signed with ES256 by one of Plaid's keys:
 //
 //   - the protected header must say alg ES256 (anything else, none and HS256
-//     included, is refused) and name the key in `kid`;
+//     included, is refused) and name the key in `kid` (at most 256 bytes);
 //   - the key is a JWK fetched by POSTing {client_id, secret, key_id} to
 //     `/webhook_verification_key/get`, cached by kid (refreshed hourly, at
 //     most 64 kept) and refused once its `expired_at` has passed;
@@ -17,10 +17,23 @@
 // secrets for that client id, sent with the key request; several are tried in
 // turn (rotation). They never sign anything: Plaid holds the signing keys.
 //
-// A key request that fails for network reasons (connection error, timeout, a
-// 5xx answer) is providers.ErrUnavailable: nothing is known about the
-// delivery, and Plaid retries. Any other answer (an unknown kid, rejected API
-// keys) and a key that is unusable or expired are invalid signatures.
+// The delivery is not authenticated until its key is known, so the key
+// requests it can cause are bounded (see package keyfetch):
+//
+//   - an answer that a kid has no usable key (a non-2xx answer but 408, 429
+//     and 5xx under every secret, such as INVALID_WEBHOOK_VERIFICATION_KEY_ID;
+//     a response without a usable ES256 P-256 key) is remembered for 2
+//     minutes (at most 1024 kids): naming that kid again costs no request;
+//   - concurrent deliveries naming the same uncached kid share one lookup;
+//   - the adapter makes at most 10 key requests a second (bursts of 20; one
+//     per secret tried); a request whose turn is more than a second away is
+//     not made.
+//
+// A key request that cannot be made or answered (the rate limit, a
+// connection error, a timeout, a 408, 429 or 5xx answer) is
+// providers.ErrUnavailable (503): nothing is known about the delivery, and
+// Plaid retries. Such failures are not remembered. The answers above and a
+// key that is expired are invalid signatures.
 //
 // Plaid sends no event id: the default id is the hex SHA-256 of the body, the
 // type `{webhook_type}.{webhook_code}`.
@@ -44,10 +57,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hookline/hookline/providers"
+	"github.com/hookline/hookline/providers/keyfetch"
 )
 
 // Name is the adapter's registered name.
@@ -66,6 +79,7 @@ const (
 	maxCachedKeys  = 64
 	keyRefresh     = time.Hour
 	maxTokenBytes  = 8 << 10
+	maxKidBytes    = 256 // Plaid's kids are UUIDs; bounds a remembered answer
 	maxKeyResponse = 64 << 10
 	fetchTimeout   = 10 * time.Second
 )
@@ -85,7 +99,6 @@ type Settings struct {
 type cachedKey struct {
 	key       *ecdsa.PublicKey
 	expiredAt time.Time // zero: not expired
-	fetchedAt time.Time
 }
 
 // Verifier is the Plaid adapter.
@@ -97,8 +110,10 @@ type Verifier struct {
 	now       func() time.Time
 	client    *http.Client
 
-	mu   sync.Mutex
-	keys map[string]cachedKey
+	// keys caches keys by kid and coalesces their fetches; limiter bounds the
+	// key requests this adapter makes.
+	keys    *keyfetch.Cache[cachedKey]
+	limiter *keyfetch.Limiter
 }
 
 // New returns a Plaid adapter for cfg.
@@ -126,8 +141,9 @@ func New(cfg providers.Config) (*Verifier, error) {
 		keyURL:    s.KeyURL,
 		tolerance: cfg.Tolerance,
 		now:       cfg.NowFunc(),
-		keys:      map[string]cachedKey{},
+		limiter:   keyfetch.NewDefaultLimiter(),
 	}
+	v.keys = keyfetch.NewCache[cachedKey](keyfetch.Options{MaxEntries: maxCachedKeys, Now: v.now})
 	if v.tolerance == 0 {
 		v.tolerance = DefaultTolerance
 	}
@@ -159,7 +175,8 @@ type Token struct {
 }
 
 // ParseToken parses a compact JWS and its claims without verifying it. It
-// requires alg ES256, a kid, a numeric iat and a request_body_sha256 claim.
+// requires alg ES256, a kid of at most 256 bytes, a numeric iat and a
+// request_body_sha256 claim.
 func ParseToken(s string) (*Token, error) {
 	bad := func(what string) (*Token, error) {
 		return nil, fmt.Errorf("%w: %s: %s", providers.ErrInvalidSignature, Header, what)
@@ -188,6 +205,9 @@ func ParseToken(s string) (*Token, error) {
 	}
 	if hdr.Kid == "" {
 		return bad("no kid")
+	}
+	if len(hdr.Kid) > maxKidBytes {
+		return bad("kid too long")
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(p64)
 	if err != nil {
@@ -263,7 +283,7 @@ func (k *JWK) PublicKey() (*ecdsa.PublicKey, error) {
 
 var errFetch = errors.New("cannot get the Plaid verification key")
 
-// unavailable is a key request that failed for network reasons.
+// unavailable is a key request that could not be made or answered.
 func unavailable(format string, args ...any) error {
 	return fmt.Errorf("%w: %w: "+format, append([]any{providers.ErrUnavailable, errFetch}, args...)...)
 }
@@ -271,7 +291,7 @@ func unavailable(format string, args ...any) error {
 // fetch asks the key endpoint for kid, trying each secret in turn. If any
 // attempt was unavailable the answer is ErrUnavailable: the key may exist
 // under that secret.
-func (v *Verifier) fetch(kid string) (*JWK, error) {
+func (v *Verifier) fetch(kid string) (cachedKey, error) {
 	var last, down error
 	for _, secret := range v.secrets {
 		k, err := v.fetchWith(kid, secret)
@@ -281,93 +301,97 @@ func (v *Verifier) fetch(kid string) (*JWK, error) {
 		last = err
 		if errors.Is(err, providers.ErrUnavailable) {
 			down = err
+			if errors.Is(err, keyfetch.ErrRateLimited) {
+				break // the next secret's turn would be refused too
+			}
 		}
 	}
 	if down != nil {
-		return nil, down
+		return cachedKey{}, down
 	}
-	return nil, last
+	return cachedKey{}, last
 }
 
-func (v *Verifier) fetchWith(kid, secret string) (*JWK, error) {
+// fetchWith makes one key request with secret. Errors wrap errFetch; those
+// that say nothing about the key (no turn within the rate limit, a network
+// error, a 408, 429 or 5xx answer) also wrap providers.ErrUnavailable.
+func (v *Verifier) fetchWith(kid, secret string) (cachedKey, error) {
 	reqBody, err := json.Marshal(map[string]string{"client_id": v.clientID, "secret": secret, "key_id": kid})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errFetch, err)
+		return cachedKey{}, fmt.Errorf("%w: %v", errFetch, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, v.keyURL, bytes.NewReader(reqBody))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errFetch, err)
+		return cachedKey{}, fmt.Errorf("%w: %v", errFetch, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if err := v.limiter.Wait(ctx); err != nil {
+		return cachedKey{}, fmt.Errorf("%w: %w", errFetch, err)
+	}
 	resp, err := v.client.Do(req)
 	if err != nil {
-		return nil, unavailable("%v", err)
+		return cachedKey{}, unavailable("%v", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 500 {
-		return nil, unavailable("key endpoint answered %d", resp.StatusCode)
+	if keyfetch.Transient(resp.StatusCode) {
+		return cachedKey{}, unavailable("key endpoint answered %d", resp.StatusCode)
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxKeyResponse+1))
 	if err != nil {
-		return nil, unavailable("%v", err)
+		return cachedKey{}, unavailable("%v", err)
 	}
 	if len(raw) > maxKeyResponse {
-		return nil, fmt.Errorf("%w: response over %d bytes", errFetch, maxKeyResponse)
+		return cachedKey{}, fmt.Errorf("%w: response over %d bytes", errFetch, maxKeyResponse)
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		var perr struct {
 			Code string `json:"error_code"`
 		}
 		_ = json.Unmarshal(raw, &perr)
-		return nil, fmt.Errorf("%w: key endpoint answered %d %s", errFetch, resp.StatusCode, perr.Code)
+		return cachedKey{}, fmt.Errorf("%w: key endpoint answered %d %s", errFetch, resp.StatusCode, perr.Code)
 	}
+	return parseKeyResponse(raw, kid)
+}
+
+// parseKeyResponse reads a 2xx answer of the key endpoint for kid: a JSON
+// object whose "key" is a usable ES256 JWK named kid (or unnamed). Errors
+// wrap errFetch.
+func parseKeyResponse(raw []byte, kid string) (cachedKey, error) {
 	var out struct {
 		Key *JWK `json:"key"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil || out.Key == nil {
-		return nil, fmt.Errorf("%w: no key in the response", errFetch)
+		return cachedKey{}, fmt.Errorf("%w: no key in the response", errFetch)
 	}
 	if out.Key.Kid != "" && out.Key.Kid != kid {
-		return nil, fmt.Errorf("%w: the endpoint returned another key", errFetch)
+		return cachedKey{}, fmt.Errorf("%w: the endpoint returned another key", errFetch)
 	}
-	return out.Key, nil
+	pub, err := out.Key.PublicKey()
+	if err != nil {
+		return cachedKey{}, fmt.Errorf("%w: %v", errFetch, err)
+	}
+	k := cachedKey{key: pub}
+	if out.Key.ExpiredAt != nil {
+		k.expiredAt = time.Unix(*out.Key.ExpiredAt, 0)
+	}
+	return k, nil
 }
 
-// publicKey returns the key named kid, from the cache or the endpoint.
+// publicKey returns the key named kid if it has not expired: from the cache,
+// or fetched (within the rate limit, one fetch at a time per kid). A key is
+// refetched after keyRefresh so that a later expired_at is learned; an
+// expired key stays cached and refused.
 func (v *Verifier) publicKey(kid string) (*ecdsa.PublicKey, error) {
-	now := v.now()
-	v.mu.Lock()
-	c, ok := v.keys[kid]
-	v.mu.Unlock()
-	if !ok || now.Sub(c.fetchedAt) > keyRefresh || now.Before(c.fetchedAt) {
-		jwk, err := v.fetch(kid)
-		if err != nil {
-			return nil, err
-		}
-		pub, err := jwk.PublicKey()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errFetch, err)
-		}
-		c = cachedKey{key: pub, fetchedAt: now}
-		if jwk.ExpiredAt != nil {
-			c.expiredAt = time.Unix(*jwk.ExpiredAt, 0)
-		}
-		v.mu.Lock()
-		if _, present := v.keys[kid]; !present && len(v.keys) >= maxCachedKeys {
-			var oldest string
-			for k, e := range v.keys {
-				if oldest == "" || e.fetchedAt.Before(v.keys[oldest].fetchedAt) {
-					oldest = k
-				}
-			}
-			delete(v.keys, oldest)
-		}
-		v.keys[kid] = c
-		v.mu.Unlock()
+	c, err := v.keys.Get(kid, func(now time.Time) (cachedKey, time.Time, error) {
+		k, err := v.fetch(kid)
+		return k, now.Add(keyRefresh), err
+	})
+	if err != nil {
+		return nil, err
 	}
-	if !c.expiredAt.IsZero() && !now.Before(c.expiredAt) {
+	if !c.expiredAt.IsZero() && !v.now().Before(c.expiredAt) {
 		return nil, errors.New("the verification key has expired")
 	}
 	return c.key, nil
