@@ -1,8 +1,9 @@
-// Package config loads hookline's YAML configuration (CONTRACT.md §3):
-// ${VAR} expansion from the environment, Go durations, every default in one
-// place (Defaults), unknown fields rejected, and validation errors that name
-// the bad field by its YAML path ("sources[1].secrets: at least one secret is
-// required").
+// Package config loads hookline's YAML configuration: ${VAR} and
+// ${VAR:-default} expansion from the environment (an unset variable without a
+// default is an error in a secret, token, key, password or URL field), Go
+// durations or days ("30d"), every default in one place (Defaults), unknown
+// fields rejected, and validation errors that name the bad field by its YAML
+// path ("sources[1].secrets: at least one secret is required").
 //
 // Internal: no stability promise.
 package config
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"regexp"
@@ -21,6 +23,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hookline/hookline/providers"
+	"github.com/hookline/hookline/providers/standardwebhooks"
 )
 
 // Defaults, in one place. The README's configuration section lists them.
@@ -40,27 +43,58 @@ const (
 	DefaultBatchSize         = 32
 	DefaultBatchWait         = 2 * time.Millisecond
 	DefaultQueueTimeout      = 3 * time.Second
+	DefaultBodyTimeout       = 10 * time.Second
 	DefaultMaxPendingBytes   = 256 << 20
 	DefaultPoolSize          = 20
 	DefaultDeliveryRetention = 7 * 24 * time.Hour
 )
 
-// Duration is a time.Duration written as "30s", "5m", "720h" (or "30d").
+// Duration is a time.Duration written as a Go duration ("30s", "5m",
+// "720h", "1h30m") or as a decimal number of days ("30d", "1.5d").
 type Duration time.Duration
 
-// UnmarshalYAML implements yaml.Unmarshaler.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	s := strings.TrimSpace(n.Value)
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		var v float64
-		if _, err := fmt.Sscanf(days, "%g", &v); err == nil {
-			*d = Duration(time.Duration(v * float64(24*time.Hour)))
-			return nil
-		}
+// daysRE is a decimal number of days, signed as Go durations may be.
+var daysRE = regexp.MustCompile(`^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)d$`)
+
+// parseDuration accepts exactly what time.ParseDuration accepts, or daysRE;
+// nothing else (no surrounding spaces, no trailing garbage).
+func parseDuration(s string) (time.Duration, bool) {
+	if !daysRE.MatchString(s) {
+		v, err := time.ParseDuration(s)
+		return v, err == nil
 	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a duration (write e.g. 30s, 5m, 720h)", n.Value)
+	// The number, read as hours (exact to the nanosecond), times 24.
+	h, err := time.ParseDuration(strings.TrimSuffix(s, "d") + "h")
+	if err != nil || h > math.MaxInt64/24 || h < math.MinInt64/24 {
+		return 0, false
+	}
+	return 24 * h, true
+}
+
+// durationError is a value that is not a duration, at line:column of the
+// document being decoded; Parse turns it into a FieldError.
+type durationError struct {
+	line, column int
+	value        string
+}
+
+func (e *durationError) Error() string {
+	return fmt.Sprintf("line %d: %s", e.line, e.msg())
+}
+
+func (e *durationError) msg() string {
+	return fmt.Sprintf("%q is not a duration (write e.g. 30s, 5m, 720h or 30d)", e.value)
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler. A null ("timeout:") leaves the
+// zero value, which means the default, as for other fields.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return nil
+	}
+	v, ok := parseDuration(n.Value)
+	if !ok || n.Kind != yaml.ScalarNode {
+		return &durationError{line: n.Line, column: n.Column, value: n.Value}
 	}
 	*d = Duration(v)
 	return nil
@@ -71,8 +105,11 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // Config is the whole file.
 type Config struct {
-	Listen          string    `yaml:"listen"`
-	AdminListen     string    `yaml:"admin_listen"` // empty: admin routes on listen
+	Listen      string `yaml:"listen"`
+	AdminListen string `yaml:"admin_listen"` // empty: admin routes on listen
+	// MetricsOnAdmin serves /metrics on admin_listen instead of listen; it
+	// requires admin_listen.
+	MetricsOnAdmin  bool      `yaml:"metrics_on_admin"`
 	DatabaseURL     string    `yaml:"database_url"`
 	AdminToken      string    `yaml:"admin_token"` // empty: admin routes answer 404
 	MaxBodyBytes    int64     `yaml:"max_body_bytes"`
@@ -105,6 +142,9 @@ type Ingest struct {
 	// not yet answered); beyond it a request waits up to QueueTimeout for
 	// room, then gets 503 (default 256 MiB, or 4 x max_body_bytes if more).
 	MaxPendingBytes int64 `yaml:"max_pending_bytes"`
+	// BodyTimeout bounds how long a request body may take to arrive; beyond
+	// it the request is answered 408 (default 10s; positive).
+	BodyTimeout Duration `yaml:"body_timeout"`
 }
 
 // Database tunes the connection pool.
@@ -190,39 +230,39 @@ func field(path, format string, args ...any) error {
 	return wrap(&FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-var varRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
-// expand replaces ${VAR} in every scalar of the tree.
-func expand(n *yaml.Node, getenv func(string) string) {
-	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
-		n.Value = varRE.ReplaceAllStringFunc(n.Value, func(m string) string {
-			return getenv(m[2 : len(m)-1])
-		})
-		if n.Tag == "!!null" || n.Tag == "" {
-			n.Tag = "!!str"
-		}
-	}
-	for _, c := range n.Content {
-		expand(c, getenv)
-	}
-}
-
 // Load reads and validates the file at path.
 func Load(path string) (*Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, wrap(fmt.Errorf("read config: %w", err))
 	}
-	return Parse(raw, os.Getenv)
+	return ParseLookup(raw, os.LookupEnv)
 }
 
-// Parse parses and validates raw YAML, expanding ${VAR} with getenv.
+// Lookup reads an environment variable: its value, and whether it is set
+// (os.LookupEnv).
+type Lookup func(name string) (string, bool)
+
+// Parse parses and validates raw YAML, expanding ${VAR} and
+// ${VAR:-default} with getenv, for which an empty value counts as unset.
 func Parse(raw []byte, getenv func(string) string) (*Config, error) {
+	return ParseLookup(raw, func(name string) (string, bool) {
+		v := getenv(name)
+		return v, v != ""
+	})
+}
+
+// ParseLookup is Parse with a Lookup that tells unset variables from empty
+// ones: an empty variable in a secret, token or URL field is a deliberate
+// "" (admin_token: "" turns the admin API off), an unset one an error.
+func ParseLookup(raw []byte, lookup Lookup) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(raw, &root); err != nil {
 		return nil, wrap(fmt.Errorf("config: %w", err))
 	}
-	expand(&root, getenv)
+	if err := expand(&root, lookup); err != nil {
+		return nil, err
+	}
 	expanded, err := yaml.Marshal(&root)
 	if err != nil {
 		return nil, wrap(err)
@@ -231,6 +271,16 @@ func Parse(raw []byte, getenv func(string) string) (*Config, error) {
 	dec.KnownFields(true)
 	var c Config
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		var de *durationError
+		if errors.As(err, &de) {
+			// Positions are those of expanded, so look the path up there.
+			var doc yaml.Node
+			if yaml.Unmarshal(expanded, &doc) == nil {
+				if p := pathAt(&doc, de.line, de.column); p != "" {
+					return nil, field(p, "%s", de.msg())
+				}
+			}
+		}
 		return nil, wrap(fmt.Errorf("config: %w", err))
 	}
 	if err := c.Validate(); err != nil {
@@ -262,6 +312,12 @@ func (c *Config) Validate() error {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = Duration(DefaultShutdownTimeout)
 	}
+	if c.ShutdownTimeout < 0 {
+		return field("shutdown_timeout", "must be positive")
+	}
+	if c.MetricsOnAdmin && c.AdminListen == "" {
+		return field("metrics_on_admin", "requires admin_listen (without it, /metrics is served on listen)")
+	}
 	if c.Ingest.BatchSize == 0 {
 		c.Ingest.BatchSize = DefaultBatchSize
 	}
@@ -271,8 +327,20 @@ func (c *Config) Validate() error {
 	if c.Ingest.BatchWait == 0 {
 		c.Ingest.BatchWait = Duration(DefaultBatchWait)
 	}
+	if c.Ingest.BatchWait < 0 {
+		return field("ingest.batch_wait", "must be positive")
+	}
 	if c.Ingest.QueueTimeout == 0 {
 		c.Ingest.QueueTimeout = Duration(DefaultQueueTimeout)
+	}
+	if c.Ingest.QueueTimeout < 0 {
+		return field("ingest.queue_timeout", "must be positive")
+	}
+	if c.Ingest.BodyTimeout == 0 {
+		c.Ingest.BodyTimeout = Duration(DefaultBodyTimeout)
+	}
+	if c.Ingest.BodyTimeout < 0 {
+		return field("ingest.body_timeout", "must be positive")
 	}
 	if c.Ingest.MaxPendingBytes == 0 {
 		c.Ingest.MaxPendingBytes = max(DefaultMaxPendingBytes, 4*c.MaxBodyBytes)
@@ -285,6 +353,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Retention.Deliveries == 0 {
 		c.Retention.Deliveries = Duration(DefaultDeliveryRetention)
+	}
+	if c.Retention.Deliveries < 0 {
+		return field("retention.deliveries", "must be positive")
 	}
 	switch c.Log.Format {
 	case "", "json", "text":
@@ -385,11 +456,20 @@ func (s *Source) validate(p string) error {
 			return field(p+".destination.url", "%q: want an absolute http(s) URL", d.URL)
 		}
 	}
+	// An attempt runs under its lease, so destination.timeout < lease. The
+	// error names the field the user wrote: timeout, unless it is defaulted.
+	timeoutSet := d.Timeout != 0
 	if d.Timeout == 0 {
 		d.Timeout = Duration(DefaultDestTimeout)
 	}
+	if d.Timeout < 0 {
+		return field(p+".destination.timeout", "must be positive")
+	}
 	if d.URL != "" && d.Timeout >= s.Lease {
-		return field(p+".lease", "must be longer than destination.timeout (%s): an attempt must finish within its lease", d.Timeout.D())
+		if !timeoutSet {
+			return field(p+".lease", "must be longer than destination.timeout (%s, the default): an attempt must finish within its lease", d.Timeout.D())
+		}
+		return field(p+".destination.timeout", "must be shorter than lease (%s): an attempt must finish within its lease", s.Lease.D())
 	}
 	if d.MaxAttempts == 0 {
 		d.MaxAttempts = DefaultMaxAttempts
@@ -406,11 +486,21 @@ func (s *Source) validate(p string) error {
 	if d.Backoff.Max == 0 {
 		d.Backoff.Max = Duration(DefaultBackoffMax)
 	}
+	if d.Backoff.Min < 0 {
+		return field(p+".destination.backoff.min", "must be positive")
+	}
 	if d.Backoff.Max < d.Backoff.Min {
 		return field(p+".destination.backoff.max", "must not be less than backoff.min")
 	}
-	if d.Secret != "" && !strings.HasPrefix(d.Secret, "whsec_") {
-		return field(p+".destination.secret", "want a Standard Webhooks secret: whsec_ followed by base64")
+	// A destination secret is decoded here, as forwarding will decode it:
+	// a secret that does not decode would dead-letter every event.
+	if d.Secret != "" {
+		if !strings.HasPrefix(d.Secret, standardwebhooks.SecretPrefix) {
+			return field(p+".destination.secret", "want a Standard Webhooks secret: whsec_ followed by base64")
+		}
+		if _, err := standardwebhooks.DecodeSecret(d.Secret); err != nil {
+			return field(p+".destination.secret", "want a Standard Webhooks secret: whsec_ followed by base64 (standard alphabet, padded) of at least one byte")
+		}
 	}
 	settings := s.Settings[s.Provider]
 	pc := providers.Config{

@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -89,6 +90,9 @@ func TestValidationNamesTheField(t *testing.T) {
 		"sources[0].destination.secret":       "  - {name: a, provider: stripe, secrets: [s], destination: {url: 'http://x', secret: plain}}",
 		"sources[0].destination.max_attempts": "  - {name: a, provider: stripe, secrets: [s], destination: {url: 'http://x', max_attempts: -1}}",
 		"sources[1].destination.max_attempts": "  - {name: a, provider: stripe, secrets: [s]}\n  - {name: b, provider: stripe, secrets: [s], destination: {url: 'http://x', max_attempts: 8001}}",
+		"sources[0].destination.timeout":      "  - {name: a, provider: stripe, secrets: [s], destination: {url: 'http://x', timeout: 5m}}",
+		"sources[0].destination.backoff.min":  "  - {name: a, provider: stripe, secrets: [s], destination: {url: 'http://x', backoff: {min: -1s}}}",
+		"sources[0].dedup_window":             "  - {name: a, provider: stripe, secrets: [s], dedup_window: 5xd}",
 	}
 	for want, src := range cases {
 		_, err := config.Parse([]byte(base+src), env(nil))
@@ -101,6 +105,12 @@ func TestValidationNamesTheField(t *testing.T) {
 	for want, top := range map[string]string{
 		"ingest.max_pending_bytes": "max_body_bytes: 4096\ningest: {max_pending_bytes: 1024}\n",
 		"ingest.batch_size":        "ingest: {batch_size: 5000}\n",
+		"ingest.batch_wait":        "ingest: {batch_wait: -1ms}\n",
+		"ingest.queue_timeout":     "ingest: {queue_timeout: -1s}\n",
+		"ingest.body_timeout":      "ingest: {body_timeout: -1s}\n",
+		"shutdown_timeout":         "shutdown_timeout: -1s\n",
+		"retention.deliveries":     "retention: {deliveries: -1d}\n",
+		"metrics_on_admin":         "metrics_on_admin: true\n",
 	} {
 		_, err := config.Parse([]byte(top+base+src), env(nil))
 		require.Error(t, err, want)
@@ -133,4 +143,280 @@ func TestSecretsNeverInErrors(t *testing.T) {
 	_, err := config.Parse([]byte("database_url: x\nsources:\n  - {name: a, provider: standardwebhooks, secrets: ['whsec_!!notbase64-topsecret']}"), env(nil))
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "topsecret")
+}
+
+// fieldError returns err as a *config.FieldError, checking that it wraps
+// ErrInvalid.
+func fieldError(t *testing.T, err error) *config.FieldError {
+	t.Helper()
+	require.Error(t, err)
+	require.ErrorIs(t, err, config.ErrInvalid)
+	var fe *config.FieldError
+	require.ErrorAs(t, err, &fe, "%v", err)
+	return fe
+}
+
+const oneSource = "  - {name: a, provider: stripe, secrets: [s]}\n"
+
+func TestExpand(t *testing.T) {
+	t.Parallel()
+	e := env(map[string]string{"A": "a", "B": "b", "EMPTY": "", "U": "ü"})
+	for _, tc := range []struct{ in, want string }{
+		{`${A}`, "a"},
+		{`x${A}y${B}z`, "xaybz"},
+		{`${UNSET}`, ""}, // non-secret field: unset is ""
+		{`${EMPTY}`, ""},
+		{`${A:-d}`, "a"},
+		{`${UNSET:-d}`, "d"},
+		{`${EMPTY:-d}`, "d"},
+		{`${UNSET:-}`, ""},
+		{`${UNSET:-a b:-c}`, "a b:-c"},
+		{`${UNSET:-{x}-}`, "{x-}"}, // the first } closes the default
+		{`${UNSET:-${B}}`, "b"},
+		{`${UNSET:-${EMPTY:-${UNSET2:-deep}}}`, "deep"},
+		{`${UNSET:-${EMPTY}}`, ""},
+		{`${A:-${UNSET}}`, "a"},
+		{`${UNSET:-x${A}y}`, "xay"},
+		{`é${U}${UNSET:-ß}`, "éüß"},
+		{`$${A}`, "${A}"},
+		{`${UNSET:-$${A}}`, "${A}"},
+		{`$$`, "$$"},
+		{`pa$$word`, "pa$$word"},
+		{`$A $ {A} $(A) a$`, "$A $ {A} $(A) a$"},
+		{`}{`, "}{"},
+		{`${A}}`, "a}"},
+		{`$`, "$"},
+	} {
+		src := fmt.Sprintf("database_url: x\nadmin_listen: %q\nsources:\n%s", tc.in, oneSource)
+		c, err := config.Parse([]byte(src), e)
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.want, c.AdminListen, tc.in)
+	}
+}
+
+func TestExpandSecretFields(t *testing.T) {
+	t.Parallel()
+	e := env(map[string]string{"A": "a", "EMPTY": "", "TOK": "tok", "SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"})
+	src := func(top, source string) string {
+		return top + "sources:\n  - name: a\n    provider: stripe\n" + source
+	}
+	ok := map[string]struct{ top, source string }{
+		"set":                {"database_url: ${A}\n", "    secrets: ['whsec_${A}']\n"},
+		"default":            {"database_url: ${NOPE:-postgres://x}\n", "    secrets: ['${NOPE:-s}']\n"},
+		"empty default":      {"database_url: x\nadmin_token: ${NOPE:-}\n", "    secrets: [s]\n"},
+		"nested default":     {"database_url: x\nadmin_token: ${NOPE:-${TOK}}\n", "    secrets: [s]\n"},
+		"unused default var": {"database_url: x\nadmin_token: ${TOK:-${NOPE}}\n", "    secrets: [s]\n"},
+		"non-secret field":   {"database_url: x\nlisten: '${NOPE}'\nadmin_listen: '127.0.0.1:${NOPE}'\n", "    secrets: [s]\n    event_type: 'json:${NOPE}type'\n"},
+		"destination":        {"database_url: x\n", "    secrets: [s]\n    destination: {url: 'http://h/${A}', secret: '${SECRET}'}\n"},
+	}
+	for name, tc := range ok {
+		_, err := config.Parse([]byte(src(tc.top, tc.source)), e)
+		require.NoError(t, err, name)
+	}
+	bad := []struct{ path, name, top, source string }{
+		{"sources[0].secrets[0]", "X", "database_url: x\n", "    secrets: ['whsec_${X}']\n"},
+		{"sources[0].secrets[1]", "STRIPE_SECRET", "database_url: x\n", "    secrets: [s, '${STRIPE_SECRET}']\n"},
+		{"sources[0].secrets[0]", "EMPTY", "database_url: x\n", "    secrets: ['${EMPTY}']\n"},
+		{"database_url", "DATABASE_URL", "database_url: ${DATABASE_URL}\n", "    secrets: [s]\n"},
+		{"admin_token", "TOKEN", "database_url: x\nadmin_token: '${TOKEN}'\n", "    secrets: [s]\n"},
+		{"admin_token", "INNER", "database_url: x\nadmin_token: '${OUTER:-${INNER}}'\n", "    secrets: [s]\n"},
+		{"tls_key", "K", "database_url: x\ntls_cert: c\ntls_key: '${K}'\n", "    secrets: [s]\n"},
+		{"sources[0].destination.url", "DEST", "database_url: x\n", "    secrets: [s]\n    destination: {url: '${DEST}'}\n"},
+		{"sources[0].destination.secret", "DS", "database_url: x\n", "    secrets: [s]\n    destination: {url: 'http://x', secret: 'whsec_${DS}'}\n"},
+		{"sources[0].stripe.authorization_key", "AK", "database_url: x\n", "    secrets: [s]\n    stripe: {authorization_key: '${AK}'}\n"},
+		// A value anchored in a plain field and aliased into a secret is
+		// checked where it is used.
+		{"sources[0].secrets[0]", "X", "database_url: x\nlisten: &l '${X}'\n", "    secrets: [*l]\n"},
+		{"sources[0].secrets[0]", "X", "database_url: x\nadmin_listen: &l ['${X}']\n", "    secrets: *l\n"},
+	}
+	for _, tc := range bad {
+		_, err := config.Parse([]byte(src(tc.top, tc.source)), e)
+		fe := fieldError(t, err)
+		require.Equal(t, tc.path, fe.Path, "%v", err)
+		want := fmt.Sprintf("%s: ${%s} is not set (write ${%s:-default} for a default)", tc.path, tc.name, tc.name)
+		require.Equal(t, want, err.Error())
+	}
+}
+
+func TestExpandSyntaxErrors(t *testing.T) {
+	t.Parallel()
+	for in, msg := range map[string]string{
+		"topsecret${":           "character 10: want a variable name after ${",
+		"topsecret${}":          "character 10: want a variable name after ${",
+		"topsecret${1A}":        "character 10: want a variable name after ${",
+		"topsecret${A":          "character 10: ${A is not closed with }",
+		"topsecret${A-x}":       "character 10: ${A is followed by neither } nor :-",
+		"topsecret${A:?x}":      "character 10: ${A is followed by neither } nor :-",
+		"topsecret${A B}":       "character 10: ${A is followed by neither } nor :-",
+		"topsecret${A:-x":       "character 10: the default of ${A is not closed with }",
+		"topsecret${A:-${B}":    "character 10: the default of ${A is not closed with }",
+		"topsecret${A:-${B:-x}": "character 10: the default of ${A is not closed with }",
+		"topsecret${A:-${B:x}}": "character 15: ${B is followed by neither } nor :-",
+	} {
+		src := fmt.Sprintf("database_url: x\nsources:\n  - {name: a, provider: stripe, secrets: [s, %q]}", in)
+		_, err := config.Parse([]byte(src), env(map[string]string{"A": "a"}))
+		fe := fieldError(t, err)
+		require.Equal(t, "sources[0].secrets[1]", fe.Path, in)
+		require.Contains(t, fe.Msg, msg, in)
+		require.NotContains(t, err.Error(), "topsecret", "a secret's value is never in an error")
+	}
+	// The same in a plain field.
+	_, err := config.Parse([]byte("database_url: x\nlisten: ':${PORT'\nsources:\n"+oneSource), env(nil))
+	require.Equal(t, "listen", fieldError(t, err).Path)
+}
+
+func TestDurations(t *testing.T) {
+	t.Parallel()
+	day := 24 * time.Hour
+	for in, want := range map[string]time.Duration{
+		"30d":   30 * day,
+		"1.5d":  36 * time.Hour,
+		".5d":   12 * time.Hour,
+		"2.d":   2 * day,
+		"+2d":   2 * day,
+		"0.25d": 6 * time.Hour,
+		"720h":  720 * time.Hour,
+		"1h30m": 90 * time.Minute,
+		"90s":   90 * time.Second,
+		"1.5h":  90 * time.Minute,
+	} {
+		src := fmt.Sprintf("database_url: x\nsources:\n  - {name: a, provider: stripe, secrets: [s], dedup_window: %q}", in)
+		c, err := config.Parse([]byte(src), env(nil))
+		require.NoError(t, err, in)
+		require.Equal(t, want, c.Sources[0].DedupWindow.D(), in)
+	}
+	for _, in := range []string{
+		"5xd", " 30d ", "30d ", " 30s", "d", "", "5 d", "30D", "5dd", "1d2h", "1e3d", "0x10d",
+		"1,5d", "NaNd", "Infd", "d5", "5", "5x", "soon", "106752d", "99999999999999999999d",
+	} {
+		src := fmt.Sprintf("database_url: x\nsources:\n  - {name: a, provider: stripe, secrets: [s], dedup_window: %q}", in)
+		_, err := config.Parse([]byte(src), env(nil))
+		fe := fieldError(t, err)
+		require.Equal(t, "sources[0].dedup_window", fe.Path, "%q: %v", in, err)
+		require.Equal(t, fmt.Sprintf("%q is not a duration (write e.g. 30s, 5m, 720h or 30d)", in), fe.Msg)
+	}
+	// Negative days parse, and the field's own rule refuses them.
+	_, err := config.Parse([]byte("database_url: x\nsources:\n  - {name: a, provider: stripe, secrets: [s], dedup_window: -1d}"), env(nil))
+	fe := fieldError(t, err)
+	require.Equal(t, "sources[0].dedup_window: must not be negative", err.Error(), fe.Path)
+	// Nested and top-level fields are named too.
+	for path, src := range map[string]string{
+		"shutdown_timeout":                   "shutdown_timeout: 5xd\nsources:\n" + oneSource,
+		"ingest.body_timeout":                "ingest: {body_timeout: 10sx}\nsources:\n" + oneSource,
+		"sources[0].destination.backoff.min": "sources:\n  - name: a\n    provider: stripe\n    secrets: [s]\n    destination:\n      backoff:\n        min: 5xd\n",
+		"sources[1].lease":                   "sources:\n" + oneSource + "  - {name: b, provider: stripe, secrets: [s], lease: '${L:-5xd}'}\n",
+	} {
+		_, err := config.Parse([]byte("database_url: x\n"+src), env(nil))
+		require.Equal(t, path, fieldError(t, err).Path, "%v", err)
+	}
+	// A null duration is unset: the default applies.
+	c, err := config.Parse([]byte("database_url: x\nsources:\n  - name: a\n    provider: stripe\n    secrets: [s]\n    lease:\n"), env(nil))
+	require.NoError(t, err)
+	require.Equal(t, config.DefaultLease, c.Sources[0].Lease.D())
+}
+
+func TestDestinationSecretIsDecoded(t *testing.T) {
+	t.Parallel()
+	for secret, ok := range map[string]bool{
+		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw": true,
+		"whsec_YWJj":                             true,
+		"whsec_YWI=":                             true,
+		"whsec_":                                 false, // no key bytes
+		"whsec_YWI":                              false, // unpadded
+		"whsec_!!topsecret!!":                    false,
+		"whsec_top-secret_==":                    false, // URL alphabet
+		"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw":       false, // no prefix
+	} {
+		src := fmt.Sprintf("database_url: x\nsources:\n  - {name: a, provider: stripe, secrets: [s], destination: {url: 'http://x', secret: %q}}", secret)
+		c, err := config.Parse([]byte(src), env(nil))
+		if ok {
+			require.NoError(t, err, secret)
+			require.Equal(t, secret, c.Sources[0].Destination.Secret)
+			continue
+		}
+		fe := fieldError(t, err)
+		require.Equal(t, "sources[0].destination.secret", fe.Path, secret)
+		if v := secret[len("whsec_"):]; v != "" {
+			require.NotContains(t, err.Error(), v, "a secret's value is never in an error")
+		}
+	}
+}
+
+func TestBodyTimeout(t *testing.T) {
+	t.Parallel()
+	c, err := config.Parse([]byte("database_url: x\nsources:\n"+oneSource), env(nil))
+	require.NoError(t, err)
+	require.Equal(t, config.DefaultBodyTimeout, c.Ingest.BodyTimeout.D())
+	require.Equal(t, 10*time.Second, config.DefaultBodyTimeout)
+
+	c, err = config.Parse([]byte("database_url: x\ningest: {body_timeout: 30s}\nsources:\n"+oneSource), env(nil))
+	require.NoError(t, err)
+	require.Equal(t, 30*time.Second, c.Ingest.BodyTimeout.D())
+
+	_, err = config.Parse([]byte("database_url: x\ningest: {body_timeout: -1s}\nsources:\n"+oneSource), env(nil))
+	fieldError(t, err)
+	require.Equal(t, "ingest.body_timeout: must be positive", err.Error())
+}
+
+func TestMetricsOnAdmin(t *testing.T) {
+	t.Parallel()
+	c, err := config.Parse([]byte("database_url: x\nsources:\n"+oneSource), env(nil))
+	require.NoError(t, err)
+	require.False(t, c.MetricsOnAdmin)
+
+	c, err = config.Parse([]byte("database_url: x\nadmin_listen: ':8081'\nmetrics_on_admin: true\nsources:\n"+oneSource), env(nil))
+	require.NoError(t, err)
+	require.True(t, c.MetricsOnAdmin)
+
+	_, err = config.Parse([]byte("database_url: x\nmetrics_on_admin: true\nsources:\n"+oneSource), env(nil))
+	require.Equal(t, "metrics_on_admin", fieldError(t, err).Path)
+	require.Equal(t, "metrics_on_admin: requires admin_listen (without it, /metrics is served on listen)", err.Error())
+
+	// admin_listen expanding to "" counts as unset.
+	_, err = config.Parse([]byte("database_url: x\nadmin_listen: '${ADMIN}'\nmetrics_on_admin: true\nsources:\n"+oneSource), env(nil))
+	require.Equal(t, "metrics_on_admin", fieldError(t, err).Path)
+}
+
+func TestDestinationTimeoutWithinLease(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ dest, lease, want string }{
+		{"{url: 'http://x', timeout: 10m}", "", "sources[0].destination.timeout: must be shorter than lease (5m0s): an attempt must finish within its lease"},
+		{"{url: 'http://x', timeout: 30s}", "30s", "sources[0].destination.timeout: must be shorter than lease (30s): an attempt must finish within its lease"},
+		{"{url: 'http://x'}", "5s", "sources[0].lease: must be longer than destination.timeout (10s, the default): an attempt must finish within its lease"},
+		{"{url: 'http://x', timeout: -1s}", "", "sources[0].destination.timeout: must be positive"},
+		{"{url: 'http://x', timeout: 29s}", "30s", ""},
+		{"{url: 'http://x'}", "", ""},
+		{"{timeout: 10m}", "", ""}, // no destination: nothing is forwarded
+	} {
+		lease := ""
+		if tc.lease != "" {
+			lease = ", lease: " + tc.lease
+		}
+		src := fmt.Sprintf("database_url: x\nsources:\n  - {name: a, provider: stripe, secrets: [s]%s, destination: %s}", lease, tc.dest)
+		_, err := config.Parse([]byte(src), env(nil))
+		if tc.want == "" {
+			require.NoError(t, err, tc.dest)
+			continue
+		}
+		fieldError(t, err)
+		require.Equal(t, tc.want, err.Error())
+	}
+}
+
+// With a Lookup (what Load uses), an empty variable is a deliberate "": it
+// is only an unset one that is an error in a secret, token or URL field.
+func TestLookupTellsEmptyFromUnset(t *testing.T) {
+	t.Parallel()
+	lookup := func(vars map[string]string) config.Lookup {
+		return func(n string) (string, bool) { v, ok := vars[n]; return v, ok }
+	}
+	raw := []byte("database_url: x\nadmin_token: '${TOKEN}'\nsources:\n  - name: a\n    provider: stripe\n    secrets: [s]\n")
+	c, err := config.ParseLookup(raw, lookup(map[string]string{"TOKEN": ""}))
+	require.NoError(t, err)
+	require.Empty(t, c.AdminToken, "set but empty: the admin API is off")
+	_, err = config.ParseLookup(raw, lookup(nil))
+	require.Equal(t, "admin_token", fieldError(t, err).Path)
+	c, err = config.ParseLookup([]byte("database_url: x\nadmin_token: '${TOKEN:-d}'\nsources:\n  - name: a\n    provider: stripe\n    secrets: [s]\n"), lookup(map[string]string{"TOKEN": ""}))
+	require.NoError(t, err)
+	require.Equal(t, "d", c.AdminToken, "a default replaces an empty value, as in the shell")
 }
