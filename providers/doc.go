@@ -1,6 +1,6 @@
 // Package providers is hookline's provider-adapter layer: the contract every
 // adapter implements (Provider, and the optional Signer, Splitter, Responder,
-// SignatureStatuser and Describer), the registry that maps the `provider:`
+// SignatureStatuser, SecretHeaderer, ContentKeyer and Describer), the registry that maps the `provider:`
 // name of a source to its adapter, the sentinel errors ingest maps to HTTP
 // statuses, and the key resolvers (`header:`, `json:`, `form:`,
 // `body:sha256`) with which a source overrides an adapter's event id or type.
@@ -100,6 +100,12 @@
 // and the source's tolerance (Config.Tolerance, zero meaning your default);
 // return the sentinel errors above, wrapped with detail that never says which
 // secret or which byte failed; never panic, whatever the headers and body.
+// Keep the cost of a delivery proportional to its size whatever it lists:
+// compute each MAC once per secret and compare it with every signature, and
+// cap the signatures considered (Braintree, Standard Webhooks). A JSON body
+// that Verify parses before its signature is checked (Adyen's items, Mercado
+// Pago's unsigned body) goes through CheckJSONDepth first, and ErrTooDeep is
+// returned as it is.
 // Read the clock through Config.NowFunc and fetch keys with Config.HTTPClient,
 // so that tests control both. New validates the configuration and names the
 // bad field relative to the source ("secrets[1]: …", "acme.region: …"): the
@@ -110,8 +116,18 @@
 //   - Signer: sign a body as the provider does, so that `hookline send` and
 //     the tests can produce deliveries (PayPal and Plaid cannot: only they
 //     hold their keys).
-//   - Describer: the signature headers, the default event id and the default
-//     tolerance, for `hookline providers` and the README.
+//   - Describer: the signature headers, the default event id, the default
+//     tolerance and whether the signature covers the default event id
+//     (IDSigned), for `hookline providers` and the README.
+//   - ContentKeyer: when the default event id is not signed (a header such as
+//     X-GitHub-Delivery), a digest of what the signature does cover
+//     (ContentDigest), so that a delivery replayed under a fresh id is a
+//     duplicate. Every adapter with IDSigned false implements it, unless it
+//     signs nothing to key on (Xendit's static token, Mollie's classic
+//     deliveries under allow_unsigned, the generic hmac adapter, which has
+//     no default id).
+//   - SecretHeaderer: request headers that carry a credential rather than a
+//     signature (Xendit's X-Callback-Token), which ingest never stores.
 //   - Splitter: a delivery that carries several events. Verify checks the
 //     whole delivery (every item's signature) first; Split returns each item
 //     with its exact bytes, a sub-slice of Request.Body, and their offset.

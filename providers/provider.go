@@ -104,6 +104,27 @@ type SignatureStatuser interface {
 	InvalidSignatureStatus() int
 }
 
+// SecretHeaderer is the optional ability to name request headers that carry
+// credentials (Xendit's X-Callback-Token). ingest never stores them, so they
+// are never shown by the admin API, forwarded, nor passed to Go handlers.
+// Authorization, Proxy-Authorization and Cookie are dropped for every source.
+type SecretHeaderer interface {
+	SecretHeaders() []string
+}
+
+// ContentKeyer is the optional ability of a scheme whose event id comes from
+// a header the signature does not cover (GitHub's X-GitHub-Delivery,
+// Shopify's X-Shopify-Event-Id, ...) to name what the signature does cover.
+// ContentKey returns a digest of the signed content of a verified request
+// (the body; Twilio: the URL and the parameters). ingest treats a delivery
+// whose content key equals that of an event of the same source accepted
+// within the dedup window as a duplicate of it, so replaying a captured
+// delivery under a fresh id does not make a new event. nil means the request
+// has no such key (its id is signed).
+type ContentKeyer interface {
+	ContentKey(r *Request) []byte
+}
+
 // Describer is the optional ability to describe the adapter for
 // `hookline providers` and the README table.
 type Describer interface {
@@ -141,6 +162,9 @@ type Description struct {
 	// DefaultTolerance is the default maximum signature age; zero when the
 	// scheme has no timestamp.
 	DefaultTolerance time.Duration
+	// IDSigned reports whether the default event id is covered by the
+	// signature. When it is not, the adapter implements ContentKeyer.
+	IDSigned bool
 }
 
 // Config is what a provider factory receives for one source.
@@ -247,6 +271,10 @@ var (
 	ErrMalformed = errors.New("malformed body")
 	// ErrNoEventID: no event id could be resolved from the delivery.
 	ErrNoEventID = errors.New("no event id")
+	// ErrTooDeep: a JSON body that must be parsed before its signature can
+	// be checked nests deeper than MaxJSONDepth. It wraps ErrMalformed and is
+	// answered 400, even when Verify returns it.
+	ErrTooDeep = fmt.Errorf("%w: JSON nests deeper than %d levels", ErrMalformed, MaxJSONDepth)
 	// ErrUnavailable: verification could not complete because a key or
 	// certificate could not be fetched (network error, timeout, a 5xx from
 	// the provider). It says nothing about the delivery's authenticity, so it
@@ -273,6 +301,42 @@ func CheckTimestamp(ts, now time.Time, tolerance time.Duration) error {
 		return ErrTimestampTooOld
 	case d < -tolerance:
 		return ErrTimestampTooNew
+	}
+	return nil
+}
+
+// MaxJSONDepth is the deepest nesting of arrays and objects accepted in a
+// JSON body that is parsed before its signature is checked.
+const MaxJSONDepth = 64
+
+// CheckJSONDepth returns ErrTooDeep when body nests arrays or objects deeper
+// than MaxJSONDepth. It does not validate the JSON otherwise; brackets inside
+// strings are skipped. One pass, no allocation.
+func CheckJSONDepth(body []byte) error {
+	depth := 0
+	inString := false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+			if depth > MaxJSONDepth {
+				return ErrTooDeep
+			}
+		case ']', '}':
+			depth--
+		}
 	}
 	return nil
 }

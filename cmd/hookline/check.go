@@ -102,11 +102,11 @@ func describe(name string) (providers.Provider, providers.Description, error) {
 
 func cmdProviders(stdout io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROVIDER\tHEADERS\tDEFAULT EVENT ID\tTOLERANCE\tSIGNS")
+	fmt.Fprintln(tw, "PROVIDER\tHEADERS\tDEFAULT EVENT ID\tID SIGNED\tTOLERANCE\tSIGNS")
 	for _, name := range providers.Names() {
 		p, d, err := describe(name)
 		if err != nil {
-			fmt.Fprintf(tw, "%s\t(%v)\t\t\t\n", name, err)
+			fmt.Fprintf(tw, "%s\t(%v)\t\t\t\t\n", name, err)
 			continue
 		}
 		_, signs := p.(providers.Signer)
@@ -125,7 +125,14 @@ func cmdProviders(stdout io.Writer) error {
 		if len(d.FallbackHeaders) > 0 {
 			headers += " (fallback: " + strings.Join(d.FallbackHeaders, ", ") + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, headers, id, tol, map[bool]string{true: "yes", false: "no"}[signs])
+		signed := "yes"
+		if !d.IDSigned {
+			signed = "no"
+			if _, ok := p.(providers.ContentKeyer); ok {
+				signed = "no (replays keyed on the signed content)"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, headers, id, signed, tol, map[bool]string{true: "yes", false: "no"}[signs])
 	}
 	return tw.Flush()
 }

@@ -16,7 +16,9 @@
 // (eventDate, additionalData, …) is not authenticated by Adyen's scheme, and
 // an item whose signed fields appear twice is rejected as ambiguous. The
 // signatures live in the body: the request's headers (Content-Type included)
-// are not part of the scheme.
+// are not part of the scheme. The body is parsed to find them, before any is
+// checked, so Verify first refuses a body that nests deeper than
+// providers.MaxJSONDepth (providers.ErrTooDeep, a 400).
 //
 // The adapter is a providers.Splitter: each NotificationRequestItem object is
 // its own event, id `{pspReference}:{eventCode}:{success}`, type `eventCode`,
@@ -184,8 +186,13 @@ func dupKeys(obj gjson.Result, names ...string) bool {
 }
 
 // Verify implements providers.Verifier: every item must carry a signature
-// that one of the configured keys produced.
+// that one of the configured keys produced. A body nesting deeper than
+// providers.MaxJSONDepth is refused with providers.ErrTooDeep before it is
+// parsed.
 func (v *Verifier) Verify(r *providers.Request) error {
+	if err := providers.CheckJSONDepth(r.Body); err != nil {
+		return err
+	}
 	its, err := items(r.Body, providers.ErrInvalidSignature)
 	if err != nil {
 		return err
@@ -286,7 +293,8 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 }
 
 // Describe implements providers.Describer. The signatures are in the body, so
-// no header is listed; the id's json paths are relative to each item.
+// no header is listed; the id's json paths are relative to each item, and
+// its three fields are among those each item's signature covers.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{DefaultEventID: DefaultEventID}
+	return providers.Description{DefaultEventID: DefaultEventID, IDSigned: true}
 }

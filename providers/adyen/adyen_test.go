@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -266,11 +267,16 @@ func FuzzBody(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	f.Add(strings.Repeat(`{"notificationItems":[`, 40))
+	f.Add(`{"a":"[[[[\"{{{{"}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		req := providertest.Request(body)
 		err := v.Verify(req)
 		if err == nil {
 			t.Fatalf("unsigned body verified: %q", body)
+		}
+		if deep := providers.CheckJSONDepth(req.Body) != nil; deep != errors.Is(err, providers.ErrTooDeep) {
+			t.Fatalf("depth check and Verify disagree on %q: %v", body, err)
 		}
 		items, err := v.Split(req)
 		if err == nil && len(items) == 0 {
@@ -293,4 +299,36 @@ func TestRepeatedItemsArrayRejected(t *testing.T) {
 	// A second, unsigned notificationItems that a last-wins parser would read.
 	bad.Body = append(bytes.TrimSuffix(bytes.TrimSpace(req.Body), []byte("}")), []byte(`,"notificationItems":[{"NotificationRequestItem":{"pspReference":"forged"}}]}`)...)
 	require.ErrorIs(t, v.Verify(bad), providers.ErrInvalidSignature)
+}
+
+// TestDeepBodyRefused: the body is parsed before any signature is checked,
+// so nesting beyond providers.MaxJSONDepth is refused first, with
+// providers.ErrTooDeep (a 400), even when every item's signature is right:
+// the nesting sits in additionalData, which no signature covers.
+func TestDeepBodyRefused(t *testing.T) {
+	t.Parallel()
+	v := build(t, vectorKey)
+	nested := func(depth int) *providers.Request {
+		t.Helper()
+		// body > notificationItems > item > NotificationRequestItem >
+		// additionalData: 5 levels before the nested value.
+		deep := strings.Repeat(`{"x":`, depth-6) + `[]` + strings.Repeat(`}`, depth-6)
+		req := sample("psp_deep")
+		req.Body = bytes.Replace(req.Body, []byte(`"cardSummary": "0010"`), []byte(`"cardSummary": "0010", "deep": `+deep), 1)
+		require.NoError(t, v.Sign(req, time.Time{}))
+		return req
+	}
+	require.NoError(t, v.Verify(nested(providers.MaxJSONDepth)))
+	err := v.Verify(nested(providers.MaxJSONDepth + 1))
+	require.ErrorIs(t, err, providers.ErrTooDeep)
+	require.ErrorIs(t, err, providers.ErrMalformed)
+	require.False(t, providers.IsSignatureError(err))
+
+	// A megabyte of brackets is refused in one pass.
+	require.ErrorIs(t, v.Verify(providertest.Request(strings.Repeat("[", 1<<20))), providers.ErrTooDeep)
+	// Brackets inside strings do not count.
+	req := sample("psp_strings")
+	req.Body = bytes.Replace(req.Body, []byte(`"reason": "058705:0010:03/2030"`), []byte(`"reason": "`+strings.Repeat(`[{\"`, 100)+`"`), 1)
+	require.NoError(t, v.Sign(req, time.Time{}))
+	require.NoError(t, v.Verify(req))
 }

@@ -10,10 +10,13 @@
 //
 // Each secret is `public_key:private_key` (the API key pair the webhook is
 // signed for); pairs in bt_signature whose public key is not configured are
-// ignored. There is no signed timestamp, so the tolerance is ignored. The
-// signature lives in the form body, which Verify reads whatever the
-// Content-Type says; Resolve refuses a body declared as another media type
-// (ErrMalformed).
+// ignored. A bt_signature of more than MaxSignaturePairs entries is refused
+// before any MAC is computed, and Verify computes at most two MACs (with and
+// without the final newline) per configured key, whatever bt_signature lists:
+// verification costs O(body). There is no signed timestamp, so the tolerance
+// is ignored. The signature lives in the form body, which Verify reads
+// whatever the Content-Type says; Resolve refuses a body declared as another
+// media type (ErrMalformed).
 //
 // Braintree sends no event id: the id is `{kind}:{subject id}:{timestamp}`
 // from the XML, where the subject id is the `<id>` of the first element under
@@ -33,6 +36,7 @@ import (
 	"encoding/hex"
 	"encoding/xml"
 	"fmt"
+	"hash"
 	"net/http"
 	"net/url"
 	"strings"
@@ -91,10 +95,20 @@ type Pair struct {
 	Signature []byte // 20 bytes
 }
 
+// MaxSignaturePairs caps the `&`-separated entries of bt_signature. Braintree
+// sends one pair per API key of the merchant, a handful; a value with more
+// entries is refused as a whole (ErrInvalidSignature), so that no sender can
+// make one delivery cost more than the cap allows.
+const MaxSignaturePairs = 16
+
 // ParseSignature parses a bt_signature value. Entries without "|", with an
 // empty public key or a signature that is not 40 hex digits are skipped (a
-// garbled entry never matches; another may); no usable entry is an error.
+// garbled entry never matches; another may); no usable entry is an error, and
+// so is a value of more than MaxSignaturePairs entries, usable or not.
 func ParseSignature(value string) ([]Pair, error) {
+	if strings.Count(value, "&") >= MaxSignaturePairs {
+		return nil, fmt.Errorf("%w: %s has more than %d entries", providers.ErrInvalidSignature, SignatureField, MaxSignaturePairs)
+	}
 	var out []Pair
 	for entry := range strings.SplitSeq(value, "&") {
 		pub, sig, ok := strings.Cut(entry, "|")
@@ -127,9 +141,13 @@ func ValidPayload(p string) bool {
 	return true
 }
 
-func mac(key []byte, payload string, newline bool) []byte {
-	m := hmac.New(sha1.New, key)
-	m.Write([]byte(payload))
+// newMAC returns an HMAC-SHA1 keyed with key; every MAC of the package is
+// computed through it (tests count them).
+var newMAC = func(key []byte) hash.Hash { return hmac.New(sha1.New, key) }
+
+func mac(key, payload []byte, newline bool) []byte {
+	m := newMAC(key)
+	m.Write(payload)
 	if newline {
 		m.Write([]byte{'\n'})
 	}
@@ -157,14 +175,30 @@ func (v *Verifier) Verify(r *providers.Request) error {
 	if err != nil {
 		return err
 	}
+	// Each key's two MACs are computed once, when a pair names its public
+	// key, and compared with every such pair: at most 2*len(v.keys) MACs.
+	var msg []byte
 	matchedKey := false
-	for _, p := range pairs {
-		for _, k := range v.keys {
+	for _, k := range v.keys {
+		var plain, newline []byte
+		for _, p := range pairs {
 			if p.PublicKey != k.public {
 				continue
 			}
 			matchedKey = true
-			if hmac.Equal(mac(k.macKey, payload, false), p.Signature) || hmac.Equal(mac(k.macKey, payload, true), p.Signature) {
+			if plain == nil {
+				if msg == nil {
+					msg = []byte(payload)
+				}
+				plain = mac(k.macKey, msg, false)
+			}
+			if hmac.Equal(plain, p.Signature) {
+				return nil
+			}
+			if newline == nil {
+				newline = mac(k.macKey, msg, true)
+			}
+			if hmac.Equal(newline, p.Signature) {
 				return nil
 			}
 		}
@@ -256,7 +290,7 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 	k := v.keys[0]
 	form := url.Values{
 		PayloadField:   {payload},
-		SignatureField: {k.public + "|" + hex.EncodeToString(mac(k.macKey, payload, false))},
+		SignatureField: {k.public + "|" + hex.EncodeToString(mac(k.macKey, []byte(payload), false))},
 	}
 	r.Body = []byte(form.Encode())
 	if r.Header == nil {
@@ -271,7 +305,8 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 const DefaultEventID = "{kind}:{subject id}:{timestamp} (the <notification> XML in form:bt_payload)"
 
 // Describe implements providers.Describer. The signature is a form field,
-// so no header is listed.
+// so no header is listed. The id is read from bt_payload, which the
+// signature covers.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{DefaultEventID: DefaultEventID}
+	return providers.Description{DefaultEventID: DefaultEventID, IDSigned: true}
 }

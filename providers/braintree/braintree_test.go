@@ -158,6 +158,7 @@ func TestSignatureEntries(t *testing.T) {
 		vectorPublicKey + vectorSig,
 		"|" + vectorSig,
 		"&&&",
+		strings.Repeat("&", braintree.MaxSignaturePairs) + good, // beyond the cap, even with the right pair
 	} {
 		req := formRequest(url.Values{braintree.PayloadField: {vectorPayload}, braintree.SignatureField: {sig}})
 		require.ErrorIs(t, v.Verify(req), providers.ErrInvalidSignature, sig)
@@ -268,10 +269,18 @@ func FuzzParseSignature(f *testing.F) {
 	f.Add("a|" + vectorSig + "&b|" + vectorSig)
 	f.Add("&&|&|")
 	f.Add("k|zz")
+	f.Add(strings.Repeat("a|"+vectorSig+"&", braintree.MaxSignaturePairs-1) + "b|" + vectorSig)
+	f.Add(strings.Repeat("a|"+vectorSig+"&", braintree.MaxSignaturePairs) + "b|" + vectorSig)
 	f.Fuzz(func(t *testing.T, v string) {
 		pairs, err := braintree.ParseSignature(v)
 		if err == nil && len(pairs) == 0 {
 			t.Fatalf("no error but no pairs for %q", v)
+		}
+		if strings.Count(v, "&") >= braintree.MaxSignaturePairs && err == nil {
+			t.Fatalf("more than %d entries accepted: %q", braintree.MaxSignaturePairs, v)
+		}
+		if len(pairs) > braintree.MaxSignaturePairs {
+			t.Fatalf("%d pairs from %q", len(pairs), v)
 		}
 		for _, p := range pairs {
 			if len(p.Signature) != 20 || p.PublicKey == "" || !strings.Contains(v, p.PublicKey+"|"+hex.EncodeToString(p.Signature)) && !strings.Contains(strings.ToLower(v), strings.ToLower(p.PublicKey+"|"+hex.EncodeToString(p.Signature))) {

@@ -116,11 +116,18 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 	return nil
 }
 
-// Describe implements providers.Describer.
+// SecretHeaders implements providers.SecretHeaderer: the Authorization
+// header carries the static authorization key (checked when
+// checkout.authorization_key is set), a credential rather than a signature,
+// so it is never stored whether or not the source checks it.
+func (v *Verifier) SecretHeaders() []string { return []string{AuthorizationHeader} }
+
+// Describe implements providers.Describer. The id is the body's, which the
+// signature covers.
 func (v *Verifier) Describe() providers.Description {
 	h := []string{Header}
 	if v.authKey != nil {
 		h = append(h, AuthorizationHeader)
 	}
-	return providers.Description{Headers: h, DefaultEventID: "json:id"}
+	return providers.Description{Headers: h, DefaultEventID: "json:id", IDSigned: true}
 }

@@ -162,3 +162,17 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestSecretHeaders: the Authorization header carries the static
+// authorization key, a credential, whether or not the source checks it.
+func TestSecretHeaders(t *testing.T) {
+	t.Parallel()
+	for _, settings := range []map[string]any{nil, {"authorization_key": "hookline-test-authorization-key"}} {
+		p, err := providers.New(checkout.Name, providers.Config{Secrets: []string{"k"}, Settings: providertest.DecodeSettings(settings)})
+		require.NoError(t, err)
+		sh, ok := p.(providers.SecretHeaderer)
+		require.True(t, ok)
+		require.Equal(t, []string{"Authorization"}, sh.SecretHeaders())
+		require.True(t, p.(providers.Describer).Describe().IDSigned)
+	}
+}

@@ -74,5 +74,6 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 
 // Describe implements providers.Describer.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:event.id"}
+	// The id is the signed body's.
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:event.id", IDSigned: true}
 }

@@ -8,6 +8,9 @@
 // X-GitHub-Delivery is shared by every webhook subscribed to the same event,
 // so the default event id is "{X-GitHub-Hook-ID}:{X-GitHub-Delivery}" (the
 // delivery alone when the hook id header is absent); the type is X-GitHub-Event.
+// Neither header is signed, so the adapter is a providers.ContentKeyer: a
+// captured delivery replayed under fresh ids has the same content key, the
+// digest of its body, and is a duplicate of the original.
 package github
 
 import (
@@ -112,12 +115,20 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 	return nil
 }
 
+// ContentKey implements providers.ContentKeyer: the digest of the raw body,
+// all that the signature covers (the id headers are not signed).
+func (v *Verifier) ContentKey(r *providers.Request) []byte {
+	return providers.ContentDigest(Name, r.Body)
+}
+
 // Describe implements providers.Describer. The legacy X-Hub-Signature is a
-// fallback, read only without X-Hub-Signature-256.
+// fallback, read only without X-Hub-Signature-256. The id headers are not
+// signed (IDSigned false; see ContentKey).
 func (v *Verifier) Describe() providers.Description {
 	return providers.Description{
 		Headers:         []string{HeaderSignature256},
 		FallbackHeaders: []string{HeaderSignature},
 		DefaultEventID:  "{header:" + HeaderHookID + "}:{header:" + HeaderDelivery + "}",
+		IDSigned:        false,
 	}
 }

@@ -201,3 +201,16 @@ func FuzzParseSignature(f *testing.F) {
 		}
 	})
 }
+
+// TestContentKey: neither id header is signed; a replay under fresh ones has
+// the original's content key, another body another key.
+func TestContentKey(t *testing.T) {
+	t.Parallel()
+	h := harness()
+	other := providertest.Request(`{"ref":"refs/heads/dev"}`, github.HeaderDelivery, "evt_other", github.HeaderHookID, hookID, github.HeaderEvent, "push")
+	providertest.ContentKeyReplay(t, h, func(r *providers.Request) {
+		r.Header.Set(github.HeaderDelivery, "fresh-delivery-guid")
+		r.Header.Set(github.HeaderHookID, "1")
+	}, other)
+	require.False(t, build(t, "s").Describe().IDSigned)
+}

@@ -142,7 +142,7 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 }
 
 // Describe implements providers.Describer. The id's json path is relative to
-// each item (an element of events).
+// each item (an element of events), within the signed body.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:id"}
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:id", IDSigned: true}
 }

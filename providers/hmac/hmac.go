@@ -11,13 +11,16 @@
 //	  timestamp_header: ""          # optional: unix seconds, checked against the tolerance (default 5m)
 //	  template: ""                  # optional signed content, placeholders {timestamp} and {body};
 //	                                # default "{body}", or "{timestamp}.{body}" with timestamp_header
+//	                                # (with timestamp_header, a template must contain {timestamp})
 //	event_id: "header:X-Acme-Delivery" # required: the scheme has no default event id
 //
 // The MAC is keyed with each secret as UTF-8 bytes and computed over the raw
-// body (inside the template). The header may carry several signatures
-// separated by commas or spaces; any match from any secret verifies.
-// Signatures without the configured prefix are ignored. The timestamp is
-// signed as the header text sent.
+// body (inside the template). With timestamp_header, the template must sign
+// the timestamp: a tolerance on an unsigned timestamp would let a captured
+// delivery be replayed at any time with a fresh one. The header may carry
+// several signatures separated by commas or spaces; any match from any secret
+// verifies. Signatures without the configured prefix are ignored. The
+// timestamp is signed as the header text sent.
 package hmac
 
 import (
@@ -146,6 +149,9 @@ func New(cfg providers.Config) (*Verifier, error) {
 	if hasStamp && v.tsHeader == "" {
 		return nil, fmt.Errorf("hmac.template: %s needs hmac.timestamp_header", PlaceholderTimestamp)
 	}
+	if !hasStamp && v.tsHeader != "" {
+		return nil, fmt.Errorf("hmac.template: must include %s when hmac.timestamp_header is set (an unsigned timestamp protects nothing)", PlaceholderTimestamp)
+	}
 	if v.tsHeader != "" && v.tolerance == 0 {
 		v.tolerance = DefaultTolerance
 	}
@@ -258,9 +264,10 @@ func (v *Verifier) Sign(r *providers.Request, now time.Time) error {
 }
 
 // Describe implements providers.Describer. DefaultEventID is empty: sources
-// must configure event_id.
+// must configure event_id, so whether it is signed is unknown here (IDSigned
+// false).
 func (v *Verifier) Describe() providers.Description {
-	d := providers.Description{Headers: []string{v.scheme.Header}}
+	d := providers.Description{Headers: []string{v.scheme.Header}, IDSigned: false}
 	if v.tsHeader != "" {
 		d.Headers = append(d.Headers, v.tsHeader)
 		d.DefaultTolerance = DefaultTolerance

@@ -2,6 +2,7 @@ package hmac_test
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -209,6 +210,10 @@ func TestSettingsValidation(t *testing.T) {
 		{map[string]any{"header": "X", "template": "{timestamp}"}, "hmac.template"},
 		{map[string]any{"header": "X", "template": "{timestamp}.{body}"}, "hmac.template"},
 		{map[string]any{"header": "X", "timestamp_header": "x"}, "hmac.timestamp_header"},
+		// A timestamp header the template does not sign protects nothing.
+		{map[string]any{"header": "X", "timestamp_header": "T", "template": "{body}"}, "hmac.template: must include {timestamp} when hmac.timestamp_header is set"},
+		{map[string]any{"header": "X", "timestamp_header": "T", "template": "{{body}}.{timestamp"}, "hmac.template: must include {timestamp}"},
+		{map[string]any{"header": "X", "timestamp_header": "T", "template": "{Timestamp}.{body}"}, "hmac.template: must include {timestamp}"},
 		{map[string]any{"header": "X", "unknown": "y"}, "unknown"},
 	}
 	for _, c := range cases {
@@ -248,6 +253,68 @@ func FuzzParseSignatures(f *testing.F) {
 					t.Fatalf("signature of %d bytes accepted from %q", len(sig), value)
 				}
 			}
+		}
+	})
+}
+
+// TestTimestampTemplate: with timestamp_header, the default template signs
+// the timestamp, and any template given must.
+func TestTimestampTemplate(t *testing.T) {
+	t.Parallel()
+	for _, tmpl := range []string{"", "{timestamp}.{body}", "{body}{timestamp}", "v0:{timestamp}:{body}"} {
+		settings := map[string]any{"header": "X-Sig", "timestamp_header": "X-Ts", "template": tmpl}
+		v := build(t, providertest.Now, settings, "s")
+		req := providertest.Request(body)
+		require.NoError(t, v.Sign(req, providertest.Now))
+		require.NoError(t, v.Verify(req), tmpl)
+		// A fresh timestamp on a captured signature does not verify.
+		replay := providertest.Clone(req)
+		replay.Header.Set("X-Ts", strconv.FormatInt(providertest.Now.Unix()+1, 10))
+		require.ErrorIs(t, v.Verify(replay), providers.ErrInvalidSignature, tmpl)
+	}
+	_, err := hmac.New(providers.Config{Secrets: []string{"s"}, Settings: providertest.DecodeSettings(map[string]any{"header": "X-Sig", "timestamp_header": "X-Ts", "template": "{body}"})})
+	require.EqualError(t, err, "hmac.template: must include {timestamp} when hmac.timestamp_header is set (an unsigned timestamp protects nothing)")
+}
+
+// FuzzTemplate: whatever template and timestamp header a source configures,
+// New accepts it only when the template signs the body, and the timestamp
+// exactly when there is a timestamp header; what it accepts signs and
+// verifies.
+func FuzzTemplate(f *testing.F) {
+	f.Add("{timestamp}.{body}", "X-Ts")
+	f.Add("{body}", "X-Ts")
+	f.Add("{body}", "")
+	f.Add("{{body}}{timestamp", "X-Ts")
+	f.Add("{timestamp}", "")
+	f.Fuzz(func(t *testing.T, tmpl, tsHeader string) {
+		// The settings as decoded, without a YAML round trip that could alter them.
+		settings := func(v any) error {
+			*v.(*hmac.Settings) = hmac.Settings{Header: "X-Sig", TimestampHeader: tsHeader, Template: tmpl}
+			return nil
+		}
+		v, err := hmac.New(providers.Config{Secrets: []string{"s"}, Now: func() time.Time { return providertest.Now }, Settings: settings})
+		if err != nil {
+			return
+		}
+		effective := tmpl
+		if effective == "" {
+			effective = "{body}"
+			if strings.TrimSpace(tsHeader) != "" {
+				effective = "{timestamp}.{body}"
+			}
+		}
+		if !strings.Contains(effective, "{body}") {
+			t.Fatalf("template %q without {body} accepted", tmpl)
+		}
+		if strings.Contains(effective, "{timestamp}") != (strings.TrimSpace(tsHeader) != "") {
+			t.Fatalf("template %q with timestamp_header %q accepted", tmpl, tsHeader)
+		}
+		req := providertest.Request(body)
+		if err := v.Sign(req, providertest.Now); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Verify(req); err != nil {
+			t.Fatalf("own signature rejected for %q / %q: %v", tmpl, tsHeader, err)
 		}
 	})
 }

@@ -9,6 +9,11 @@
 // type is meta.event_name (else the X-Event-Name header), the time
 // data.attributes.updated_at (RFC 3339).
 //
+// Every part of the id is read from the signed body, except in a body without
+// meta.event_name, whose name part comes from the unsigned X-Event-Name: for
+// such a body only, the adapter's providers.ContentKeyer keys a replay under
+// another X-Event-Name to the original.
+//
 // The scheme signs no timestamp, so tolerance is accepted and ignored. Lemon
 // Squeezy counts only HTTP 200 as success and retries three times within a few
 // minutes.
@@ -88,7 +93,20 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 	return nil
 }
 
-// Describe implements providers.Describer.
+// ContentKey implements providers.ContentKeyer: the digest of the raw body
+// when the body has no meta.event_name (the id's name part then comes from
+// the unsigned X-Event-Name header), nil when the whole id is read from the
+// signed body.
+func (v *Verifier) ContentKey(r *providers.Request) []byte {
+	if name, err := providers.JSONString(r.Body, "meta.event_name"); err == nil && name != "" {
+		return nil
+	}
+	return providers.ContentDigest(Name, r.Body)
+}
+
+// Describe implements providers.Describer. The id is read from the signed
+// body (Lemon Squeezy always sends meta.event_name; see ContentKey for a body
+// without it).
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header}, DefaultEventID: DefaultEventID}
+	return providers.Description{Headers: []string{Header}, DefaultEventID: DefaultEventID, IDSigned: true}
 }

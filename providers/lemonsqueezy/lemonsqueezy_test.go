@@ -140,3 +140,27 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestContentKey: a body with meta.event_name carries its whole id, signed
+// (no content key); a body without it takes the name from the unsigned
+// X-Event-Name, and a replay under another name keys to the original.
+func TestContentKey(t *testing.T) {
+	t.Parallel()
+	h := providertest.Harness{
+		Provider: lemonsqueezy.Name,
+		Secrets:  []string{"lemon_signing_secret_one"},
+		Delivery: func(id string) *providers.Request {
+			return providertest.Request(`{"data":{"type":"orders","id":"7","attributes":{"updated_at":"2021-08-17T09:45:53.000000Z"}}}`,
+				lemonsqueezy.EventNameHeader, "order_"+id)
+		},
+	}
+	other := providertest.Request(`{"data":{"type":"orders","id":"8"}}`, lemonsqueezy.EventNameHeader, "order_created")
+	providertest.ContentKeyReplay(t, h, func(r *providers.Request) {
+		r.Header.Set(lemonsqueezy.EventNameHeader, "order_refunded")
+	}, other)
+
+	p, err := lemonsqueezy.New(providers.Config{Secrets: []string{"s"}})
+	require.NoError(t, err)
+	require.Nil(t, p.ContentKey(sample("sub_42")), "the id is the signed body's")
+	require.True(t, p.Describe().IDSigned)
+}

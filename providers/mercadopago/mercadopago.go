@@ -22,7 +22,13 @@
 // `action` ("payment.updated": use `event_type: json:action` to route on it);
 // the time its `date_created`. Since the body is unsigned, the notification id
 // is not authenticated either: a notification replayed within the tolerance
-// with another `id` is a new event, one more reason for an idempotent handler.
+// with another `id` would be a new event. The adapter is therefore a
+// providers.ContentKeyer: the content key is the digest of the signed
+// manifest, which such a replay must keep as it is, so ingest takes the
+// replay for a duplicate. The handler should be idempotent all the same.
+//
+// The body is never signed, so Verify refuses a body that nests JSON deeper
+// than providers.MaxJSONDepth (providers.ErrTooDeep) before anything reads it.
 package mercadopago
 
 import (
@@ -149,7 +155,9 @@ func Manifest(r *providers.Request, ts string) string {
 	return b.String()
 }
 
-// Verify implements providers.Verifier.
+// Verify implements providers.Verifier. The body, which the signature does
+// not cover and which the manifest may read data.id from, is refused with
+// providers.ErrTooDeep when it nests deeper than providers.MaxJSONDepth.
 func (v *Verifier) Verify(r *providers.Request) error {
 	value := r.Header.Get(Header)
 	if value == "" {
@@ -162,10 +170,26 @@ func (v *Verifier) Verify(r *providers.Request) error {
 	if err := providers.CheckTimestamp(at, v.now(), v.tolerance); err != nil {
 		return fmt.Errorf("%w (tolerance %s)", err, v.tolerance)
 	}
+	if err := providers.CheckJSONDepth(r.Body); err != nil {
+		return err
+	}
 	if !providers.MatchHMAC(crypto.SHA256, v.keys, sigs, []byte(Manifest(r, ts))) {
 		return fmt.Errorf("%w: no v1 signature matches", providers.ErrInvalidSignature)
 	}
 	return nil
+}
+
+// ContentKey implements providers.ContentKeyer: the digest of the manifest
+// the signature covers (data.id, x-request-id and ts). A replay under another
+// body `id` must keep the manifest to verify, hence the key; a new
+// notification has a new ts and request id. nil when x-signature cannot be
+// read.
+func (v *Verifier) ContentKey(r *providers.Request) []byte {
+	ts, _, _, err := ParseHeader(r.Header.Get(Header))
+	if err != nil {
+		return nil
+	}
+	return providers.ContentDigest(Name, []byte(Manifest(r, ts)))
 }
 
 // Resolve implements providers.Resolver: id (else data.id:type), type (else
@@ -207,5 +231,6 @@ func (v *Verifier) Sign(r *providers.Request, now time.Time) error {
 // Describe implements providers.Describer. The fallback id's parts are the
 // data.id of the manifest (query, else body) and the resolved type.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header, RequestIDHeader}, DefaultEventID: "json:id, else {data.id}:{type}", DefaultTolerance: DefaultTolerance}
+	// The body, hence its id, is not signed (see ContentKey).
+	return providers.Description{Headers: []string{Header, RequestIDHeader}, DefaultEventID: "json:id, else {data.id}:{type}", DefaultTolerance: DefaultTolerance, IDSigned: false}
 }

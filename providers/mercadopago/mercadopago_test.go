@@ -1,9 +1,11 @@
 package mercadopago_test
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -261,4 +263,105 @@ func FuzzParseHeader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestContentKey: the body (its id included) is not signed; a replay with
+// another body id has the original's content key, another data.id another.
+func TestContentKey(t *testing.T) {
+	t.Parallel()
+	providertest.ContentKeyReplay(t, harness(), func(r *providers.Request) {
+		r.Body = []byte(strings.Replace(string(r.Body), `"id":"evt_content_key"`, `"id":"evt_fresh"`, 1))
+	}, sample("evt_other"))
+	require.False(t, vectorVerifier(t).Describe().IDSigned)
+
+	// The key is the manifest's: data.id from the URL counts, the body then not at all.
+	p := vectorVerifier(t)
+	req := providertest.Request(vectorBody, mercadopago.RequestIDHeader, vectorRequestID, mercadopago.Header, vectorHeaderMs)
+	key := p.ContentKey(req)
+	require.Len(t, key, 32)
+	req.URL.RawQuery = "data.id=123456&type=payment"
+	req.Body = []byte(`{"id":1}`)
+	require.NoError(t, p.Verify(req))
+	require.Equal(t, key, p.ContentKey(req))
+	req.Header.Set(mercadopago.RequestIDHeader, "another")
+	require.NotEqual(t, key, p.ContentKey(req))
+	req.Header.Set(mercadopago.Header, "garbled")
+	require.Nil(t, p.ContentKey(req))
+}
+
+// TestDeepBodyRefused: the unsigned body is refused beyond
+// providers.MaxJSONDepth before it is read, whether or not the manifest needs it.
+func TestDeepBodyRefused(t *testing.T) {
+	t.Parallel()
+	p, err := mercadopago.New(providers.Config{Secrets: []string{"s"}, Now: func() time.Time { return providertest.Now }})
+	require.NoError(t, err)
+	nest := func(depth int) string {
+		return strings.Repeat(`{"a":`, depth-1) + `{"data":{"id":"1"}}` + strings.Repeat("}", depth-1)
+	}
+	for _, query := range []string{"", "data.id=1"} {
+		ok := providertest.Request(nest(providers.MaxJSONDepth - 1))
+		ok.URL.RawQuery = query
+		require.NoError(t, p.Sign(ok, providertest.Now))
+		require.NoError(t, p.Verify(ok), "depth %d", providers.MaxJSONDepth)
+
+		deep := providertest.Request(nest(providers.MaxJSONDepth))
+		deep.URL.RawQuery = query
+		require.NoError(t, p.Sign(deep, providertest.Now))
+		err := p.Verify(deep)
+		require.ErrorIs(t, err, providers.ErrTooDeep)
+		require.ErrorIs(t, err, providers.ErrMalformed)
+		require.False(t, providers.IsSignatureError(err))
+
+		huge := providertest.Request(strings.Repeat("[", 1<<16))
+		huge.URL.RawQuery = query
+		require.NoError(t, p.Sign(huge, providertest.Now))
+		require.ErrorIs(t, p.Verify(huge), providers.ErrTooDeep)
+	}
+}
+
+// FuzzVerifyBody: for any body and notification query, a delivery that Sign
+// signs verifies unless its body nests too deep (and then fails with
+// providers.ErrTooDeep, nothing else), and a verified one has a content key
+// that a replay with another body but the same data.id keeps.
+func FuzzVerifyBody(f *testing.F) {
+	f.Add(vectorBody, "")
+	f.Add(vectorBody, "data.id=123456&type=payment")
+	f.Add(strings.Repeat("[", 70), "")
+	f.Add(`{"data":{"id":"[[[["}}`, "data.id=%zz")
+	f.Add(`"\"{{{{"`, "")
+	p, err := mercadopago.New(providers.Config{Secrets: []string{vectorSecret}, Now: func() time.Time { return vectorNow }})
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, body, query string) {
+		req := providertest.Request(body)
+		req.URL.RawQuery = query
+		require.NoError(t, p.Sign(req, vectorNow))
+		err := p.Verify(req)
+		deep := providers.CheckJSONDepth(req.Body) != nil
+		switch {
+		case deep && !errors.Is(err, providers.ErrTooDeep):
+			t.Fatalf("deep body %q: %v", body, err)
+		case !deep && err != nil:
+			t.Fatalf("own signature rejected for %q ?%q: %v", body, query, err)
+		case deep:
+			return
+		}
+		key := p.ContentKey(req)
+		if len(key) != 32 {
+			t.Fatalf("no content key for a verified delivery")
+		}
+		replay := providertest.Clone(req)
+		replay.Body = []byte(`{"id":"fresh","data":{"id":` + strconv.Quote(mercadopagoDataID(req)) + `}}`)
+		if p.Verify(replay) == nil && !bytes.Equal(p.ContentKey(replay), key) {
+			t.Fatalf("a replay that verifies keys differently")
+		}
+	})
+}
+
+// mercadopagoDataID is the manifest's data.id of req: the query's, else the body's.
+func mercadopagoDataID(req *providers.Request) string {
+	if id := req.URL.Query().Get("data.id"); id != "" {
+		return id
+	}
+	id, _ := providers.JSONString(req.Body, "data.id")
+	return id
 }

@@ -32,6 +32,19 @@
 // header is rejected. Next-gen bodies are JSON: their event id is `id`, type
 // `type` and time `createdAt` ⚠.
 //
+// # What allow_unsigned accepts
+//
+// allow_unsigned covers classic deliveries only: a form body (declared
+// application/x-www-form-urlencoded, or with no Content-Type) whose one field
+// is a non-empty `id`, given once. Any other body, a next-gen JSON one above
+// all, needs a valid X-Mollie-Signature under a configured secret, with or
+// without allow_unsigned: an unsigned one is refused with ErrNoSignature, a
+// signed one on a source without secrets (nothing to check it against) with
+// ErrInvalidSignature. So allow_unsigned never lets a forged next-gen event
+// through. A classic delivery that carries X-Mollie-Signature is checked
+// against the secrets when there are some, and treated as unsigned when there
+// are none.
+//
 // Neither kind signs a timestamp, so tolerance is accepted and ignored.
 package mollie
 
@@ -91,21 +104,47 @@ func New(cfg providers.Config) (*Verifier, error) {
 	return &Verifier{keys: providers.SecretKeys(cfg.Secrets), allowUnsigned: s.AllowUnsigned}, nil
 }
 
-// Verify implements providers.Verifier. With allow_unsigned, a delivery
-// without X-Mollie-Signature is accepted: authenticity then rests on the
-// handler fetching the resource from the Mollie API.
+// IsClassic reports whether r is a classic Mollie delivery: a form body
+// (declared application/x-www-form-urlencoded, or with no Content-Type) whose
+// only field is `id`, given once with a non-empty value. It is what
+// allow_unsigned accepts without a signature; Resolve reads its id from the
+// form.
+func IsClassic(r *providers.Request) bool {
+	// The media type as Resolve reads it (a Content-Type that does not parse
+	// is still application/json to Resolve), then the form as ParseForm does.
+	switch r.ContentType() {
+	case "", "application/x-www-form-urlencoded":
+	default:
+		return false
+	}
+	vals, err := providers.ParseForm(r)
+	if err != nil || len(vals) != 1 {
+		return false
+	}
+	ids := vals["id"]
+	return len(ids) == 1 && strings.TrimSpace(ids[0]) != ""
+}
+
+// Verify implements providers.Verifier. With allow_unsigned, a classic
+// delivery (see IsClassic) without X-Mollie-Signature is accepted: authenticity
+// then rests on the handler fetching the resource from the Mollie API. Every
+// other delivery must carry a signature that one of the secrets produced.
 func (v *Verifier) Verify(r *providers.Request) error {
 	sig := r.Header.Get(Header)
-	if sig == "" {
-		if v.allowUnsigned {
+	if sig == "" || len(v.keys) == 0 {
+		// Unsigned, or signed with nothing to check it against (then
+		// allow_unsigned is set: New requires it without secrets): as good
+		// as unsigned, which only a classic delivery may be.
+		if v.allowUnsigned && IsClassic(r) {
 			return nil
 		}
+		switch {
+		case sig != "":
+			return fmt.Errorf("%w: %s cannot be checked without secrets, and only classic deliveries (a form body id=…) are accepted unsigned", providers.ErrInvalidSignature, Header)
+		case v.allowUnsigned:
+			return fmt.Errorf("%w: %s header is required (mollie.allow_unsigned accepts only classic deliveries: a form body id=…)", providers.ErrNoSignature, Header)
+		}
 		return fmt.Errorf("%w: %s header is required (classic Mollie webhooks are unsigned: set mollie.allow_unsigned: true to accept them)", providers.ErrNoSignature, Header)
-	}
-	if len(v.keys) == 0 {
-		// Nothing to check it against; the delivery is as good as unsigned,
-		// which allow_unsigned (required without secrets) accepts.
-		return nil
 	}
 	if strings.HasPrefix(sig, prefixedScheme.Prefix) {
 		return prefixedScheme.Verify(r, v.keys)
@@ -153,7 +192,11 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 	return nil
 }
 
-// Describe implements providers.Describer.
+// Describe implements providers.Describer. Without allow_unsigned every
+// accepted delivery is signed over its body, its id included; with it, the id
+// of a classic delivery is covered by nothing (and, nothing being signed,
+// there is no content to key a replay on: the adapter is no
+// providers.ContentKeyer).
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "form:id, else json:id"}
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "form:id, else json:id", IDSigned: !v.allowUnsigned}
 }

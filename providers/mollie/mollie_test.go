@@ -204,3 +204,113 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestAllowUnsignedCoversOnlyClassic: allow_unsigned accepts a classic form
+// body without a signature, never a next-gen (JSON) or any other body, with
+// or without secrets.
+func TestAllowUnsignedCoversOnlyClassic(t *testing.T) {
+	t.Parallel()
+	withSecrets, err := mollie.New(providers.Config{Secrets: []string{vectorSecret}, Settings: providertest.DecodeSettings(allowUnsigned)})
+	require.NoError(t, err)
+	withoutSecrets, err := mollie.New(providers.Config{Settings: providertest.DecodeSettings(allowUnsigned)})
+	require.NoError(t, err)
+
+	formType := "application/x-www-form-urlencoded"
+	for _, c := range []struct {
+		body, contentType string
+		classic           bool
+	}{
+		{"id=tr_WDqYK6vllg", formType, true},
+		{"id=tr_WDqYK6vllg", formType + "; charset=utf-8", true},
+		{"id=tr_WDqYK6vllg", "", true}, // no Content-Type: read as a form
+		{"id=tr_WDqYK6vllg&", formType, true},
+		{vectorJSON, "application/json", false},
+		{vectorJSON, formType, false},
+		{vectorJSON, "", false},
+		{"id=tr_WDqYK6vllg", "application/json", false},
+		{"id=tr_WDqYK6vllg", "text/plain", false},
+		{"id=tr_WDqYK6vllg", "Application/JSON;0", false}, // a parameter that does not parse: still JSON to Resolve
+		{"id=tr_WDqYK6vllg", "application/x-www-form-urlencoded;0", true},
+		{"id=tr_1&id=tr_2", formType, false},
+		{"id=tr_1&type=payment-link.paid", formType, false},
+		{"id=", formType, false},
+		{"id=%20", formType, false},
+		{"id=%zz", formType, false},
+		{"", formType, false},
+		{"foo=bar", formType, false},
+	} {
+		req := providertest.Request(c.body, "Content-Type", c.contentType)
+		if c.contentType == "" {
+			req.Header.Del("Content-Type")
+		}
+		require.Equal(t, c.classic, mollie.IsClassic(req), "%q as %q", c.body, c.contentType)
+		for name, p := range map[string]*mollie.Verifier{"with secrets": withSecrets, "without secrets": withoutSecrets} {
+			err := p.Verify(req)
+			if c.classic {
+				require.NoError(t, err, "%s: %q as %q", name, c.body, c.contentType)
+				ev, err := p.Resolve(req)
+				require.NoError(t, err)
+				require.NotEmpty(t, ev.ID)
+				continue
+			}
+			require.ErrorIs(t, err, providers.ErrNoSignature, "%s: %q as %q", name, c.body, c.contentType)
+		}
+	}
+
+	// A next-gen delivery with secrets: only a valid signature passes.
+	req := providertest.Request(vectorJSON, mollie.Header, vectorJSONSig)
+	require.NoError(t, withSecrets.Verify(req))
+	req.Header.Set(mollie.Header, vectorFormSig)
+	require.ErrorIs(t, withSecrets.Verify(req), providers.ErrInvalidSignature)
+
+	// Without secrets a signature cannot be checked: a next-gen delivery is
+	// refused whatever it carries, a classic one is still unsigned.
+	req = providertest.Request(vectorJSON, mollie.Header, vectorJSONSig)
+	require.ErrorIs(t, withoutSecrets.Verify(req), providers.ErrInvalidSignature)
+	form := classic("tr_WDqYK6vllg")
+	form.Header.Set(mollie.Header, "anything")
+	require.NoError(t, withoutSecrets.Verify(form))
+
+	// With secrets, a classic delivery that carries a signature must match.
+	form.Header.Set(mollie.Header, vectorJSONSig)
+	require.ErrorIs(t, withSecrets.Verify(form), providers.ErrInvalidSignature)
+}
+
+// FuzzVerifyUnsigned feeds arbitrary unsigned bodies and Content-Types to a
+// source with allow_unsigned: what verifies is a classic delivery, whose id
+// Resolve reads from the form, never a JSON body.
+func FuzzVerifyUnsigned(f *testing.F) {
+	f.Add("id=tr_WDqYK6vllg", "application/x-www-form-urlencoded")
+	f.Add("id=tr_WDqYK6vllg", "")
+	f.Add(vectorJSON, "application/json")
+	f.Add(vectorJSON, "")
+	f.Add("id=tr_1&id=tr_2", "application/x-www-form-urlencoded; charset=utf-8")
+	f.Add(`id={"resource":"event"}`, "Application/X-WWW-Form-Urlencoded")
+	f.Add("id=x", "application/json; charset=utf-8")
+	withSecrets, err := mollie.New(providers.Config{Secrets: []string{vectorSecret}, Settings: providertest.DecodeSettings(allowUnsigned)})
+	require.NoError(f, err)
+	withoutSecrets, err := mollie.New(providers.Config{Settings: providertest.DecodeSettings(allowUnsigned)})
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, body, contentType string) {
+		req := &providers.Request{Body: []byte(body), Header: http.Header{}}
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		for _, p := range []*mollie.Verifier{withSecrets, withoutSecrets} {
+			err := p.Verify(req)
+			if err != nil {
+				if !providers.IsSignatureError(err) {
+					t.Fatalf("not a signature error: %v", err)
+				}
+				continue
+			}
+			if !mollie.IsClassic(req) || req.ContentType() == "application/json" {
+				t.Fatalf("unsigned non-classic delivery accepted: %q as %q", body, contentType)
+			}
+			ev, err := p.Resolve(req)
+			if err != nil || ev.ID == "" || ev.Type != "" {
+				t.Fatalf("accepted delivery does not resolve as classic: %+v, %v", ev, err)
+			}
+		}
+	})
+}

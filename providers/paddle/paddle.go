@@ -154,5 +154,6 @@ func (v *Verifier) Sign(r *providers.Request, now time.Time) error {
 
 // Describe implements providers.Describer.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:event_id", DefaultTolerance: DefaultTolerance}
+	// The id is the signed body's.
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:event_id", DefaultTolerance: DefaultTolerance, IDSigned: true}
 }

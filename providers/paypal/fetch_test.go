@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
 
 	"github.com/hookline/hookline/providers"
 	"github.com/hookline/hookline/providers/keyfetch"
@@ -280,4 +281,27 @@ func TestExpiredCertFetchesBounded(t *testing.T) {
 	bound := keyfetch.DefaultBurst + keyfetch.DefaultRate*(elapsed+keyfetch.DefaultMaxWait).Seconds()
 	require.LessOrEqual(t, float64(fs.fetches.Load()), bound)
 	t.Logf("%d deliveries in %s: %d fetches (bound %.0f)", len(errs), elapsed, fs.fetches.Load(), bound)
+}
+
+// The content key is the digest of exactly what PayPal signs: the
+// transmission id, its time, the webhook id and the body's CRC-32. A body
+// rewritten to another id that keeps the CRC-32 (which anyone can arrange)
+// verifies, and keys as the original it replays.
+func TestContentKeyIsTheSignedString(t *testing.T) {
+	t.Parallel()
+	v, err := paypal.New(providers.Config{Source: "p", Settings: func(x any) error {
+		return yaml.Unmarshal([]byte("webhook_id: WH-1"), x)
+	}})
+	require.NoError(t, err)
+	var ck providers.ContentKeyer = v
+	req := func(id string, body string) *providers.Request {
+		h := http.Header{}
+		h.Set(paypal.HeaderTransmissionID, id)
+		h.Set(paypal.HeaderTransmissionTime, "2026-11-30T12:00:00Z")
+		return &providers.Request{Body: []byte(body), Header: h}
+	}
+	a := ck.ContentKey(req("tx-1", `{"id":"WH-EVT-1"}`))
+	require.Equal(t, providers.ContentDigest("paypal", []byte(paypal.SignedString("tx-1", "2026-11-30T12:00:00Z", "WH-1", []byte(`{"id":"WH-EVT-1"}`)))), a)
+	require.NotEqual(t, a, ck.ContentKey(req("tx-2", `{"id":"WH-EVT-1"}`)), "another transmission")
+	require.NotEqual(t, a, ck.ContentKey(req("tx-1", `{"id":"WH-EVT-2"}`)), "another CRC-32")
 }

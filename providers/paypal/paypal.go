@@ -396,11 +396,24 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 }
 
 // Describe implements providers.Describer. The adapter cannot sign: only
-// PayPal holds the key.
+// PayPal holds the key. The id (json:id) is not signed in a strong sense:
+// PayPal signs the body only through its CRC-32, which anyone can match with
+// other bytes, so the adapter is a ContentKeyer over what is signed.
 func (v *Verifier) Describe() providers.Description {
 	return providers.Description{
 		Headers:          []string{HeaderTransmissionID, HeaderTransmissionTime, HeaderTransmissionSig, HeaderCertURL, HeaderAuthAlgo},
 		DefaultEventID:   "json:id",
 		DefaultTolerance: DefaultTolerance,
 	}
+}
+
+// ContentKey implements providers.ContentKeyer: the digest of the signed
+// string (transmission id, time, webhook id, the body's CRC-32). A captured
+// transmission whose body was rewritten to another id with the same CRC-32
+// still verifies within the tolerance; its content key is the original's,
+// so it is a duplicate of it.
+func (v *Verifier) ContentKey(r *providers.Request) []byte {
+	id := strings.TrimSpace(r.Header.Get(HeaderTransmissionID))
+	ts := strings.TrimSpace(r.Header.Get(HeaderTransmissionTime))
+	return providers.ContentDigest("paypal", []byte(SignedString(id, ts, v.webhookID, r.Body)))
 }

@@ -447,5 +447,5 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 // Describe implements providers.Describer. The adapter cannot sign: only
 // Plaid holds the keys.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "body:sha256", DefaultTolerance: DefaultTolerance}
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "body:sha256", DefaultTolerance: DefaultTolerance, IDSigned: true}
 }

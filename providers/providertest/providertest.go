@@ -468,6 +468,46 @@ func Run(t *testing.T, h Harness) {
 	})
 }
 
+// ContentKeyReplay checks the providers.ContentKeyer of h's adapter, whose
+// event id comes from a header the signature does not cover. A delivery
+// signed by h is replayed with its unsigned id changed by refresh: the replay
+// still verifies and resolves to another event id, yet has the same content
+// key, so ingest takes it for a duplicate. other is an unsigned delivery
+// whose signed content differs (another body); signed by h, it verifies and
+// has another key.
+func ContentKeyReplay(t *testing.T, h Harness, refresh func(*providers.Request), other *providers.Request) {
+	t.Helper()
+	var secret0 string
+	if !h.NoSharedSecret {
+		require.NotEmpty(t, h.Secrets, "Harness.Secrets")
+		secret0 = h.Secrets[0]
+	}
+	p := h.Build(t, h.Secrets[:min(len(h.Secrets), 1)]...)
+	ck, ok := p.(providers.ContentKeyer)
+	require.True(t, ok, "%s does not implement providers.ContentKeyer", h.Provider)
+	resolver := h.resolver(t, p)
+
+	orig := h.SignedDelivery(t, "evt_content_key", secret0, Now)
+	require.NoError(t, p.Verify(orig))
+	key := ck.ContentKey(orig)
+	require.NotEmpty(t, key, "a verified delivery has a content key")
+	require.Equal(t, key, ck.ContentKey(Clone(orig)), "the content key is a function of the request")
+	ev, err := resolveFirst(t, p, resolver, orig)
+	require.NoError(t, err)
+
+	replay := Clone(orig)
+	refresh(replay)
+	require.NoError(t, p.Verify(replay), "the replay under a fresh id must still verify (else the check is moot)")
+	replayed, err := resolveFirst(t, p, resolver, replay)
+	require.NoError(t, err)
+	require.NotEqual(t, ev.ID, replayed.ID, "refresh must change the event id")
+	require.Equal(t, key, ck.ContentKey(replay), "a replay under a fresh id must have the original's content key")
+
+	h.sign(t, secret0, other, Now)
+	require.NoError(t, p.Verify(other))
+	require.NotEqual(t, key, ck.ContentKey(other), "other signed content must have another content key")
+}
+
 // garbage returns hostile variations of a header value.
 func garbage(orig string) []string {
 	out := []string{"", " ", "=", ",", ";", "t=", "v1=", "t=,v1=", "ts=;h1=", "v1,", "v1,!!!!",

@@ -7,7 +7,10 @@
 // The scheme signs no timestamp, so tolerance is accepted and ignored. The event
 // id is the X-Razorpay-Event-Id header (Razorpay's documented dedup key), the
 // type the body's `event` ("payment.captured"), the time its `created_at`
-// (unix seconds).
+// (unix seconds). The id header is not signed, so the adapter is a
+// providers.ContentKeyer: a captured delivery replayed under a fresh
+// X-Razorpay-Event-Id has the same content key, the digest of its body, and
+// is a duplicate of the original.
 package razorpay
 
 import (
@@ -79,7 +82,14 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 	return nil
 }
 
-// Describe implements providers.Describer.
+// ContentKey implements providers.ContentKeyer: the digest of the raw body,
+// all that the signature covers (X-Razorpay-Event-Id is not signed).
+func (v *Verifier) ContentKey(r *providers.Request) []byte {
+	return providers.ContentDigest(Name, r.Body)
+}
+
+// Describe implements providers.Describer. The id header is not signed
+// (IDSigned false; see ContentKey).
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "header:" + EventIDHeader}
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "header:" + EventIDHeader, IDSigned: false}
 }

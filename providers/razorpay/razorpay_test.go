@@ -124,3 +124,17 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestContentKey: X-Razorpay-Event-Id is not signed; a replay under a fresh
+// one has the original's content key, another body another key.
+func TestContentKey(t *testing.T) {
+	t.Parallel()
+	other := sample("evt_other")
+	other.Body = []byte(`{"entity":"event","event":"payment.failed","created_at":1764503881}`)
+	providertest.ContentKeyReplay(t, harness(), func(r *providers.Request) {
+		r.Header.Set(razorpay.EventIDHeader, "evt_fresh")
+	}, other)
+	p, err := razorpay.New(providers.Config{Secrets: []string{"s"}})
+	require.NoError(t, err)
+	require.False(t, p.Describe().IDSigned)
+}

@@ -5,7 +5,10 @@
 //
 // The event id is X-Shopify-Event-Id (the same for every subscription to an
 // event, unlike X-Shopify-Webhook-Id which names one delivery), the type
-// X-Shopify-Topic and the time X-Shopify-Triggered-At.
+// X-Shopify-Topic and the time X-Shopify-Triggered-At. The headers are not
+// signed, so the adapter is a providers.ContentKeyer: a captured delivery
+// replayed under a fresh X-Shopify-Event-Id has the same content key, the
+// digest of its body, and is a duplicate of the original.
 package shopify
 
 import (
@@ -98,8 +101,15 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 	return nil
 }
 
+// ContentKey implements providers.ContentKeyer: the digest of the raw body,
+// all that the signature covers (X-Shopify-Event-Id is not signed).
+func (v *Verifier) ContentKey(r *providers.Request) []byte {
+	return providers.ContentDigest(Name, r.Body)
+}
+
 // Describe implements providers.Describer. Shopify-Hmac-Sha256 is a
-// fallback, read only without X-Shopify-Hmac-Sha256.
+// fallback, read only without X-Shopify-Hmac-Sha256. The id header is not
+// signed (IDSigned false; see ContentKey).
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{HeaderHMAC}, FallbackHeaders: []string{HeaderHMACEvents}, DefaultEventID: defaultEventIDSpec}
+	return providers.Description{Headers: []string{HeaderHMAC}, FallbackHeaders: []string{HeaderHMACEvents}, DefaultEventID: defaultEventIDSpec, IDSigned: false}
 }

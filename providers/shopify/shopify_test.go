@@ -160,3 +160,15 @@ func FuzzParseSignature(f *testing.F) {
 		}
 	})
 }
+
+// TestContentKey: X-Shopify-Event-Id is not signed; a replay under a fresh
+// one has the original's content key, another body another key.
+func TestContentKey(t *testing.T) {
+	t.Parallel()
+	other := sample("evt_other")
+	other.Body = []byte(`{"id":820982911946154509}`)
+	providertest.ContentKeyReplay(t, harness(), func(r *providers.Request) {
+		r.Header.Set(shopify.HeaderEventID, "fresh-event-id")
+	}, other)
+	require.False(t, build(t, "s").Describe().IDSigned)
+}

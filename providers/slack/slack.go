@@ -167,5 +167,6 @@ func (v *Verifier) Describe() providers.Description {
 		Headers:          []string{HeaderSignature, HeaderTimestamp},
 		DefaultEventID:   "json:event_id",
 		DefaultTolerance: DefaultTolerance,
+		IDSigned:         true, // the signed body's
 	}
 }

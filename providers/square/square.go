@@ -115,5 +115,6 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 
 // Describe implements providers.Describer.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:event_id"}
+	// The id is the signed body's.
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:event_id", IDSigned: true}
 }

@@ -12,7 +12,14 @@
 // The svix-id / svix-timestamp / svix-signature trio is read when all three
 // are present, else webhook-id / webhook-timestamp / webhook-signature.
 // Timestamps older or newer than the tolerance (default 5 minutes) are
-// rejected. The event id is the id header; the type is the body's `type`.
+// rejected. The event id is the id header, which the signature covers; the
+// type is the body's `type`.
+//
+// A signature header of more than MaxSignatures entries is refused before any
+// signature is checked. Verify computes one HMAC per `whsec_` secret, compared
+// with every v1 entry, and one ed25519 verification per (public key, v1a
+// entry): its cost is bounded by the secrets and the cap, whatever the header
+// lists.
 //
 // The package also signs forwards: DecodeSecret, SignHeaders and SetHeaders
 // produce the webhook-* headers a destination verifies with any Standard
@@ -27,6 +34,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"net/http"
 	"strconv"
 	"strings"
@@ -164,6 +172,11 @@ func DecodeSecret(secret string) ([]byte, error) {
 	return b, nil
 }
 
+// MaxSignatures caps the entries of a signature header, of any version. A
+// sender writes one per active secret (two while rotating); a header with
+// more is refused as a whole (ErrInvalidSignature).
+const MaxSignatures = 16
+
 // Signature is one entry of a signature header.
 type Signature struct {
 	// Version is VersionHMAC or VersionEd25519.
@@ -175,11 +188,16 @@ type Signature struct {
 // ParseSignatures parses a webhook-signature value: space-separated
 // `<version>,<base64>` entries. Entries of unknown versions, and v1/v1a
 // entries whose value does not decode to the right length, are skipped (a
-// garbled entry never matches; others may). No usable entry is an error
-// wrapping providers.ErrInvalidSignature.
+// garbled entry never matches; others may). No usable entry, or more than
+// MaxSignatures entries of any kind, is an error wrapping
+// providers.ErrInvalidSignature.
 func ParseSignatures(header string) ([]Signature, error) {
 	var sigs []Signature
+	entries := 0
 	for entry := range strings.FieldsSeq(header) {
+		if entries++; entries > MaxSignatures {
+			return nil, fmt.Errorf("%w: more than %d entries in the signature header", providers.ErrInvalidSignature, MaxSignatures)
+		}
 		version, value, ok := strings.Cut(entry, ",")
 		if !ok {
 			continue
@@ -225,9 +243,19 @@ func content(id, ts string, body []byte) []byte {
 	return append(b, body...)
 }
 
-func mac(secret, msg []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write(msg)
+// newMAC and verifyEd25519 compute every HMAC and check every ed25519
+// signature of the package (tests count them).
+var (
+	newMAC        = func(key []byte) hash.Hash { return hmac.New(sha256.New, key) }
+	verifyEd25519 = ed25519.Verify
+)
+
+// mac returns the HMAC-SHA256 under secret of msg's parts written in order.
+func mac(secret []byte, msg ...[]byte) []byte {
+	m := newMAC(secret)
+	for _, p := range msg {
+		m.Write(p)
+	}
 	return m.Sum(nil)
 }
 
@@ -255,20 +283,41 @@ func (v *Verifier) Verify(r *providers.Request) error {
 	}
 	// Like the reference libraries, sign the timestamp as the decimal integer
 	// it parses to (a sender signs what it sends: the two agree).
-	msg := content(id, strconv.FormatInt(ts, 10), r.Body)
-	for _, k := range v.keys {
-		var want []byte
-		if k.hmac != nil {
-			want = mac(k.hmac, msg)
-		}
-		for _, s := range sigs {
-			switch {
-			case s.Version == VersionHMAC && want != nil:
-				if hmac.Equal(want, s.Value) {
+	tsText := strconv.FormatInt(ts, 10)
+	var hasV1, hasV1a bool
+	for _, s := range sigs {
+		hasV1 = hasV1 || s.Version == VersionHMAC
+		hasV1a = hasV1a || s.Version == VersionEd25519
+	}
+	// v1: one HMAC per secret, over "<id>.<ts>." then the body (never
+	// copied), compared with every v1 entry.
+	if hasV1 {
+		prefix := content(id, tsText, nil)
+		for _, k := range v.keys {
+			if k.hmac == nil {
+				continue
+			}
+			want := mac(k.hmac, prefix, r.Body)
+			for _, s := range sigs {
+				if s.Version == VersionHMAC && hmac.Equal(want, s.Value) {
 					return nil
 				}
-			case s.Version == VersionEd25519 && k.pub != nil:
-				if ed25519.Verify(k.pub, msg, s.Value) {
+			}
+		}
+	}
+	// v1a: each entry against each public key; ParseSignatures capped the
+	// entries.
+	if hasV1a {
+		var msg []byte
+		for _, k := range v.keys {
+			if k.pub == nil {
+				continue
+			}
+			if msg == nil {
+				msg = content(id, tsText, r.Body)
+			}
+			for _, s := range sigs {
+				if s.Version == VersionEd25519 && verifyEd25519(k.pub, msg, s.Value) {
 					return nil
 				}
 			}
@@ -365,12 +414,14 @@ func headerValue(h http.Header, name string) (string, bool) {
 
 // Describe implements providers.Describer. The svix-* trio is listed as the
 // fallback: Standard Webhooks names webhook-*, and Svix's own headers are
-// read in their place (when all three are present).
+// read in their place (when all three are present). The id header is part
+// of the signed content.
 func (v *Verifier) Describe() providers.Description {
 	return providers.Description{
 		Headers:          []string{HeaderID, HeaderTimestamp, HeaderSignature},
 		FallbackHeaders:  []string{SvixHeaderID, SvixHeaderTimestamp, SvixHeaderSignature},
 		DefaultEventID:   "header:webhook-id",
 		DefaultTolerance: DefaultTolerance,
+		IDSigned:         true,
 	}
 }

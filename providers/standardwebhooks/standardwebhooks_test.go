@@ -297,10 +297,15 @@ func FuzzParseSignatures(f *testing.F) {
 	f.Add("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= v1a,hnO3f9T8Ytu9HwrXslvumlUpqtNVqkhqw/enGzPCXe5BdqzCInXqYXFymVJaA7AZdpXwVLPo3mNl8EM+m7TBAg==")
 	f.Add("v2,abc v1,")
 	f.Add("   ,,, v1a,=")
+	f.Add(strings.Repeat("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= ", standardwebhooks.MaxSignatures))
+	f.Add(strings.Repeat("v2,x ", standardwebhooks.MaxSignatures) + "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
 	f.Fuzz(func(t *testing.T, header string) {
 		sigs, err := standardwebhooks.ParseSignatures(header)
 		if (err == nil) != (len(sigs) > 0) {
 			t.Fatalf("err=%v with %d signatures for %q", err, len(sigs), header)
+		}
+		if n := len(strings.Fields(header)); n > standardwebhooks.MaxSignatures && err == nil {
+			t.Fatalf("%d entries accepted from %q", n, header)
 		}
 		for _, s := range sigs {
 			switch {
@@ -309,6 +314,45 @@ func FuzzParseSignatures(f *testing.F) {
 			default:
 				t.Fatalf("accepted %s signature of %d bytes from %q", s.Version, len(s.Value), header)
 			}
+		}
+	})
+}
+
+// FuzzVerify feeds arbitrary signature headers around the published vector's
+// signature to a verifier holding its secret and an ed25519 public key: no
+// panics, only signature errors, and a header verifies only if it carries
+// the vector's signature within the entry cap.
+func FuzzVerify(f *testing.F) {
+	const (
+		secret  = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+		id      = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+		ts      = 1614265330
+		payload = `{"test": 2432232314}`
+		good    = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+	)
+	f.Add("", "")
+	f.Add("v1a,hnO3f9T8Ytu9HwrXslvumlUpqtNVqkhqw/enGzPCXe5BdqzCInXqYXFymVJaA7AZdpXwVLPo3mNl8EM+m7TBAg==", "")
+	f.Add(strings.Repeat("v1,AAAA ", 15), "")
+	f.Add(strings.Repeat("v2,x ", 16), "v1,x")
+	_, pub := ed25519Secret(f)
+	v, err := standardwebhooks.New(providers.Config{Secrets: []string{secret, pub}, Now: func() time.Time { return time.Unix(ts, 0) }})
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, before, after string) {
+		header := before + " " + good + " " + after
+		req := providertest.Request(payload, "webhook-id", id, "webhook-timestamp", strconv.Itoa(ts), "webhook-signature", header)
+		err := v.Verify(req)
+		entries := strings.Fields(header)
+		if err == nil {
+			if len(entries) > standardwebhooks.MaxSignatures {
+				t.Fatalf("%d entries verified: %q", len(entries), header)
+			}
+			return
+		}
+		if !providers.IsSignatureError(err) {
+			t.Fatalf("not a signature error: %v", err)
+		}
+		if len(entries) <= standardwebhooks.MaxSignatures {
+			t.Fatalf("the vector's signature among %d entries refused: %q: %v", len(entries), header, err)
 		}
 	})
 }

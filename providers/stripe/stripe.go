@@ -132,5 +132,6 @@ func (v *Verifier) Sign(r *providers.Request, now time.Time) error {
 
 // Describe implements providers.Describer.
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:id", DefaultTolerance: DefaultTolerance}
+	// The id is the signed body's.
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:id", DefaultTolerance: DefaultTolerance, IDSigned: true}
 }

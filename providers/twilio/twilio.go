@@ -16,7 +16,10 @@
 // (the same on every retry of one webhook request); without it, the form's
 // MessageSid, CallSid or SmsSid, followed by `:{status}` when MessageStatus
 // or CallStatus is present (a message's status callbacks share its SID). The
-// type is MessageStatus or CallStatus.
+// type is MessageStatus or CallStatus. The idempotency token is not signed,
+// so the adapter is a providers.ContentKeyer: a captured request replayed
+// under a fresh token has the same content key, the digest of what the
+// signature covers, and is a duplicate of the original.
 package twilio
 
 import (
@@ -186,6 +189,32 @@ func isForm(r *providers.Request) bool {
 	return ct == "" || ct == "application/x-www-form-urlencoded"
 }
 
+// signedSuffixes returns what the signature covers after the URL u: the
+// sorted form parameters (ParamStrings), or "" when u carries bodySHA256, the
+// body then having to hash to it. Errors wrap providers.ErrInvalidSignature.
+func signedSuffixes(r *providers.Request, u *url.URL) ([]string, error) {
+	query, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("%w: unreadable request query", providers.ErrInvalidSignature)
+	}
+	wantHash, hasHash := query[BodyHashParam]
+	switch {
+	case hasHash:
+		if len(wantHash) != 1 || !hmac.Equal([]byte(strings.ToLower(wantHash[0])), []byte(bodyHash(r.Body))) {
+			return nil, fmt.Errorf("%w: the body does not match %s", providers.ErrInvalidSignature, BodyHashParam)
+		}
+		return []string{""}, nil
+	case isForm(r):
+		params, perr := url.ParseQuery(string(r.Body))
+		if perr != nil {
+			return nil, fmt.Errorf("%w: unreadable form body", providers.ErrInvalidSignature)
+		}
+		return ParamStrings(params), nil
+	}
+	// A non-form body is only covered through bodySHA256.
+	return nil, fmt.Errorf("%w: a %s body needs %s in the URL", providers.ErrInvalidSignature, r.ContentType(), BodyHashParam)
+}
+
 // Verify implements providers.Verifier.
 func (v *Verifier) Verify(r *providers.Request) error {
 	value := r.Header.Get(Header)
@@ -200,27 +229,9 @@ func (v *Verifier) Verify(r *providers.Request) error {
 	if err != nil {
 		return err
 	}
-	query, err := url.ParseQuery(u.RawQuery)
+	suffixes, err := signedSuffixes(r, u)
 	if err != nil {
-		return fmt.Errorf("%w: unreadable request query", providers.ErrInvalidSignature)
-	}
-	var suffixes []string
-	wantHash, hasHash := query[BodyHashParam]
-	switch {
-	case hasHash:
-		if len(wantHash) != 1 || !hmac.Equal([]byte(strings.ToLower(wantHash[0])), []byte(bodyHash(r.Body))) {
-			return fmt.Errorf("%w: the body does not match %s", providers.ErrInvalidSignature, BodyHashParam)
-		}
-		suffixes = []string{""}
-	case isForm(r):
-		params, perr := url.ParseQuery(string(r.Body))
-		if perr != nil {
-			return fmt.Errorf("%w: unreadable form body", providers.ErrInvalidSignature)
-		}
-		suffixes = ParamStrings(params)
-	default:
-		// A non-form body is only covered through bodySHA256.
-		return fmt.Errorf("%w: a %s body needs %s in the URL", providers.ErrInvalidSignature, r.ContentType(), BodyHashParam)
+		return err
 	}
 	for _, tok := range v.tokens {
 		for _, us := range URLVariants(u) {
@@ -232,6 +243,32 @@ func (v *Verifier) Verify(r *providers.Request) error {
 		}
 	}
 	return fmt.Errorf("%w: %s does not match (is the URL the one configured at Twilio? see twilio.url)", providers.ErrInvalidSignature, Header)
+}
+
+// ContentKey implements providers.ContentKeyer: the digest of the string the
+// signature covers, the URL followed by the sorted form parameters (or the
+// URL alone, bodySHA256 included, for other bodies), so that a replay under a
+// fresh I-Twilio-Idempotency-Token, or with its form re-encoded or
+// reordered, keys the same. The URL is taken without its port: every URL
+// under which one signature verifies (see URLVariants) is then the same. nil
+// when r does not verify that far (no URL, an unreadable form). When the id
+// is a form SID, which is signed, the key is returned all the same.
+func (v *Verifier) ContentKey(r *providers.Request) []byte {
+	u, err := v.requestURL(r)
+	if err != nil {
+		return nil
+	}
+	suffixes, err := signedSuffixes(r, u)
+	if err != nil {
+		return nil
+	}
+	c := *u
+	if host := u.Hostname(); strings.Contains(host, ":") {
+		c.Host = "[" + host + "]"
+	} else {
+		c.Host = host
+	}
+	return providers.ContentDigest(Name, []byte(c.String()), []byte(suffixes[0]))
 }
 
 // Resolve implements providers.Resolver; see the package documentation.
@@ -325,5 +362,7 @@ func (v *Verifier) Describe() providers.Description {
 	return providers.Description{
 		Headers:        []string{Header},
 		DefaultEventID: "header:" + IdempotencyHeader + ", else {form:MessageSid|CallSid|SmsSid}[:{form:MessageStatus|CallStatus}]",
+		// The idempotency token is not signed (see ContentKey).
+		IDSigned: false,
 	}
 }

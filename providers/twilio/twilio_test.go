@@ -1,6 +1,7 @@
 package twilio_test
 
 import (
+	"bytes"
 	"net/http"
 	"net/url"
 	"strings"
@@ -335,4 +336,129 @@ func sameParams(a, b url.Values) bool {
 		}
 	}
 	return true
+}
+
+// TestContentKey: the idempotency token is not signed; a replay under a
+// fresh one has the original's content key, other parameters another key.
+func TestContentKey(t *testing.T) {
+	t.Parallel()
+	other := sample("tok-other")
+	other.Body = []byte(url.Values{"MessageSid": {"SM0123456789abcdef0123456789abcdef"}, "MessageStatus": {"failed"}}.Encode())
+	providertest.ContentKeyReplay(t, harness(), func(r *providers.Request) {
+		r.Header.Set(twilio.IdempotencyHeader, "tok-fresh")
+	}, other)
+	require.False(t, build(t, nil, "t").Describe().IDSigned)
+}
+
+// TestContentKeySignedString: the key follows what the signature covers,
+// not the bytes: a form re-encoded or reordered, or a URL under which the
+// same signature verifies, keys the same.
+func TestContentKeySignedString(t *testing.T) {
+	t.Parallel()
+	v := build(t, nil, vectorToken)
+	key := func(r *providers.Request) []byte {
+		t.Helper()
+		require.NoError(t, v.Verify(r))
+		k := v.ContentKey(r)
+		require.Len(t, k, 32)
+		return k
+	}
+	orig := formRequest(vectorURL, vectorParams.Encode(), twilio.Header, vectorSig)
+	want := key(orig)
+
+	// Reordered and re-encoded parameters: the same signed string.
+	reordered := formRequest(vectorURL, "To=%2B18005551212&Reason=Participant&ReasonConferenceEnded=test&Digits=1234&CallSid=CA1234567890ABCDE&Caller=%2b14158675309&From=+14158675309",
+		twilio.Header, vectorSig)
+	reordered.Body = []byte(strings.Replace(string(reordered.Body), "From=+", "From=%2B", 1))
+	require.Equal(t, want, key(reordered))
+
+	// The URL with an explicit port: the signature verifies, the key is the same.
+	for _, port := range []string{":443", ":1234"} {
+		alt := providertest.Clone(orig)
+		alt.URL, _ = url.Parse(strings.Replace(vectorURL, ".com", ".com"+port, 1))
+		require.Equal(t, want, key(alt), port)
+	}
+
+	// Another value: another key.
+	changed := formRequest(vectorURL, "property=value&boolean=true", twilio.Header, "NBdBDr/T/lgjI+tlgpXjKZQZs/k=")
+	require.NotEqual(t, want, key(changed))
+
+	// JSON: the URL carries the body's hash, so another body is another key.
+	j1 := providertest.Request(vectorJSON, twilio.IdempotencyHeader, "tok-1")
+	j1.URL, _ = url.Parse("https://mycompany.com/myapp.php")
+	require.NoError(t, v.Sign(j1, time.Time{}))
+	j2 := providertest.Request(`{"property": "value", "boolean": false}`, twilio.IdempotencyHeader, "tok-1")
+	j2.URL, _ = url.Parse("https://mycompany.com/myapp.php")
+	require.NoError(t, v.Sign(j2, time.Time{}))
+	require.NotEqual(t, key(j1), key(j2))
+	replay := providertest.Clone(j1)
+	replay.Header.Set(twilio.IdempotencyHeader, "tok-2")
+	require.Equal(t, key(j1), key(replay))
+
+	// The scheme is part of the key: the same content under another scheme
+	// never collides.
+	require.NotEqual(t, want, providers.ContentDigest("github", []byte(vectorURL)))
+
+	// Nothing to key on without a URL, or with an unreadable form.
+	noURL := providertest.Clone(orig)
+	noURL.URL = nil
+	require.Nil(t, v.ContentKey(noURL))
+	bad := formRequest(vectorURL, "a=%zz")
+	require.Nil(t, v.ContentKey(bad))
+}
+
+// FuzzContentKey: for any URL and form body that Sign signs, the content key
+// survives what the signature survives (a fresh idempotency token, the body
+// re-encoded, every URL variant that verifies), and ContentKey never panics
+// on what does not verify.
+func FuzzContentKey(f *testing.F) {
+	f.Add(vectorURL, vectorParams.Encode(), "x=1")
+	f.Add("https://h.example:8443/p?x=1&x=2", "A=1&A=0&b=", "A=1")
+	f.Add("http://[::1]/", "", "")
+	f.Add("https://h.example/%zz", "a=%zz", "a=b")
+	f.Add("https://h.example/p?bodySHA256=00", "a=b", "a=c")
+	v, err := twilio.New(providers.Config{Secrets: []string{vectorToken}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, rawURL, body, otherBody string) {
+		u, err := url.Parse(rawURL)
+		if err != nil || u.Host == "" || u.Fragment != "" || strings.Contains(rawURL, "#") || (u.Scheme != "http" && u.Scheme != "https") {
+			return
+		}
+		req := &providers.Request{Body: []byte(body), Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, URL: u}
+		_ = v.ContentKey(req) // unsigned: anything but a panic
+		if v.Sign(req, time.Time{}) != nil || v.Verify(req) != nil {
+			return
+		}
+		key := v.ContentKey(req)
+		if len(key) != 32 {
+			t.Fatalf("no content key for a verified request %q %q", rawURL, body)
+		}
+		replay := providertest.Clone(req)
+		replay.Header.Set(twilio.IdempotencyHeader, "fresh")
+		params, _ := url.ParseQuery(body)
+		replay.Body = []byte(params.Encode())
+		if replay.URL.Query().Has(twilio.BodyHashParam) {
+			replay.Body = req.Body // the body is covered by its hash
+		}
+		if v.Verify(replay) == nil && !bytes.Equal(v.ContentKey(replay), key) {
+			t.Fatalf("re-encoded replay keys differently: %q vs %q", body, replay.Body)
+		}
+		for _, variant := range twilio.URLVariants(u) {
+			alt := providertest.Clone(req)
+			alt.URL, _ = url.Parse(variant)
+			if alt.URL != nil && v.Verify(alt) == nil && !bytes.Equal(v.ContentKey(alt), key) {
+				t.Fatalf("URL variant %q keys differently from %q", variant, rawURL)
+			}
+		}
+		other := &providers.Request{Body: []byte(otherBody), Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, URL: u}
+		if v.Sign(other, time.Time{}) != nil || v.Verify(other) != nil {
+			return
+		}
+		op, _ := url.ParseQuery(otherBody)
+		if twilio.ParamStrings(op)[0] != twilio.ParamStrings(params)[0] && other.URL.String() == req.URL.String() && bytes.Equal(v.ContentKey(other), key) {
+			t.Fatalf("different signed parameters key the same: %q vs %q", body, otherBody)
+		}
+	})
 }

@@ -109,7 +109,14 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 	return nil
 }
 
-// Describe implements providers.Describer.
+// SecretHeaders implements providers.SecretHeaderer: X-Callback-Token is the
+// account's credential itself, never a per-delivery signature, so it is
+// never stored.
+func (v *Verifier) SecretHeaders() []string { return []string{Header} }
+
+// Describe implements providers.Describer. The token covers neither the id
+// nor the body: the id is not signed, and since nothing is, there is no
+// signed content to key a replay on either (no providers.ContentKeyer).
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "header:webhook-id, else json:id"}
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "header:webhook-id, else json:id", IDSigned: false}
 }

@@ -113,3 +113,17 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestSecretHeaders: the callback token is a credential, named so that
+// ingest never stores it; nothing is signed, so there is no content key.
+func TestSecretHeaders(t *testing.T) {
+	t.Parallel()
+	p, err := providers.New(xendit.Name, providers.Config{Secrets: []string{"t"}})
+	require.NoError(t, err)
+	sh, ok := p.(providers.SecretHeaderer)
+	require.True(t, ok)
+	require.Equal(t, []string{"X-Callback-Token"}, sh.SecretHeaders())
+	_, ok = p.(providers.ContentKeyer)
+	require.False(t, ok, "the token covers nothing: there is no signed content to key replays on")
+	require.False(t, p.(providers.Describer).Describe().IDSigned)
+}
