@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,11 +18,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/riverqueue/river"
 
+	"github.com/hookline/hookline/internal/dberr"
 	"github.com/hookline/hookline/jobs"
 )
 
@@ -203,28 +202,10 @@ func (a *admin) fail(c echo.Context, err error) error {
 		return c.JSON(http.StatusConflict, errorBody{Error: err.Error() + "; add the source to the config (or delete the item)"})
 	}
 	a.log.Error("admin request failed", "method", c.Request().Method, "path", c.Path(), "error", err.Error())
-	if dbUnavailable(err) {
+	if dberr.Unavailable(err) {
 		return c.JSON(http.StatusServiceUnavailable, errorBody{Error: "database unavailable; try again"})
 	}
 	return c.JSON(http.StatusInternalServerError, errorBody{Error: "internal error"})
-}
-
-// dbUnavailable reports whether err means the database could not be reached
-// or timed out (503), as opposed to a bug or a refused statement (500).
-func dbUnavailable(err error) bool {
-	var ce *pgconn.ConnectError
-	var pgErr *pgconn.PgError
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
-		errors.As(err, &ce), errors.As(err, &ne):
-		return true
-	case errors.As(err, &pgErr):
-		// 08 connection exception, 53 insufficient resources, 57 operator
-		// intervention (admin shutdown, query cancelled).
-		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "53") || strings.HasPrefix(pgErr.Code, "57")
-	}
-	return pgconn.SafeToRetry(err)
 }
 
 // paramError is a bad query parameter or body field, named.

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookline/hookline/internal/dberr"
 )
 
 // ErrBusy means the committer did not take the delivery within the queue
@@ -232,7 +234,7 @@ func (b *batcher) run(batch []*pending) {
 	deadline := time.Now().Add(commitTimeout)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	res, err := b.commit(ctx, ds)
-	if isTransient(err) { // a deadlock or serialization failure: once more
+	if dberr.Transient(err) { // a deadlock or serialization failure: once more
 		res, err = b.commit(ctx, ds)
 	}
 	cancel()
@@ -242,7 +244,7 @@ func (b *batcher) run(batch []*pending) {
 		}
 		return
 	}
-	if IsUnavailable(err) || len(live) == 1 {
+	if dberr.Unavailable(err) || len(live) == 1 {
 		for _, p := range live {
 			p.done <- batchResult{err: err}
 		}

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
@@ -38,6 +36,10 @@ type DeliveryEvent struct {
 	Type   string
 	Offset int
 	Length int
+	// ContentKey digests the signed content when the id is not signed
+	// (providers.ContentKeyer); nil otherwise. Within the source's dedup
+	// window a second event with the same content key is a duplicate.
+	ContentKey []byte
 }
 
 // Status of an event at ingest.
@@ -68,17 +70,20 @@ type store struct {
 }
 
 type eventRow struct {
-	d        *Delivery
-	ev       DeliveryEvent
-	di       int // index of the delivery in the call
-	ei       int // index of the event in the delivery
-	deliv    int64
-	count    int  // receipts of this key in the call
-	first    bool // first occurrence of its key in the call
-	fresh    bool
-	state    string
-	received time.Time
-	status   string
+	d     *Delivery
+	ev    DeliveryEvent
+	di    int // index of the delivery in the call
+	ei    int // index of the event in the delivery
+	deliv int64
+	count int  // receipts of this key in the call
+	first bool // first occurrence of its key in the call
+	fresh bool
+	// contentDup: the event replays the signed content of another event
+	// (another id) accepted within the dedup window.
+	contentDup bool
+	state      string
+	received   time.Time
+	status     string
 }
 
 func key(source, id string) string { return source + "\x00" + id }
@@ -178,18 +183,18 @@ SELECT NULL, source, event_id, state, fresh, first_received_at, NULL FROM ev`
 
 // storeJobsSQL is storeSQL that also inserts the events' River jobs, the
 // group committer's statement: the whole transaction is one round trip.
-// Each first occurrence of a key ($7, $8) gets its job row ($15 args, $16
-// max_attempts, $17 unique key: jobs.NewEventJob), unless its event is
+// Each first occurrence of a key ($7, $8) gets its job row ($17 args, $18
+// max_attempts, $19 unique key: jobs.NewEventJob), unless its event is
 // completed within its dedup window; River's own insert statement
 // (JobInsertFastMany) decides the rest: on a job already waiting or running
 // for the event (River's unique index, until executed) nothing is inserted,
 // and the event is a duplicate. The job rows answer (source, event_id,
-// skipped as duplicate). $18–$21 are the jobs' priority, queue, unique
+// skipped as duplicate). $20–$23 are the jobs' priority, queue, unique
 // states and kind.
 const storeJobsSQL = storeCTEs + `, job AS (
 	INSERT INTO river_job (args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
-	SELECT j.args, now(), $21, j.max_attempts, '{}', $18, $19, now(), 'available', '{}', j.unique_key, $20::int::bit(8)
-	FROM unnest($7::text[], $8::text[], $15::jsonb[], $16::int2[], $17::bytea[]) WITH ORDINALITY
+	SELECT j.args, now(), $23, j.max_attempts, '{}', $20, $21, now(), 'available', '{}', j.unique_key, $22::int::bit(8)
+	FROM unnest($7::text[], $8::text[], $17::jsonb[], $18::int2[], $19::bytea[]) WITH ORDINALITY
 		AS j(source, event_id, args, max_attempts, unique_key, ord)
 		JOIN ev ON ev.source = j.source AND ev.event_id = j.event_id
 	WHERE ev.fresh OR ev.state <> 'completed'
@@ -216,12 +221,23 @@ WITH d AS MATERIALIZED (
 	SELECT id, source, received_at, content_type, headers, substring($14::bytea FROM body_at FOR body_len) FROM d
 ), ids AS (
 	SELECT array_agg(id ORDER BY ord) AS ids FROM d
+), ck AS (
+	INSERT INTO hookline_content_keys AS k (source, content_key, event_id, expires_at)
+	SELECT c.source, c.content_key, c.event_id, now() + c.window_us * interval '1 microsecond'
+	FROM unnest($7::text[], $8::text[], $15::bytea[], $16::bigint[]) AS c(source, event_id, content_key, window_us)
+	WHERE c.content_key IS NOT NULL
+	ORDER BY c.source, c.content_key
+	ON CONFLICT (source, content_key) DO UPDATE SET
+		event_id   = CASE WHEN k.expires_at <= now() THEN excluded.event_id ELSE k.event_id END,
+		expires_at = CASE WHEN k.expires_at <= now() THEN excluded.expires_at ELSE k.expires_at END
+	RETURNING k.source, k.content_key, k.event_id
 ), ev AS (
 	INSERT INTO hookline_events AS e (source, event_id, event_type, delivery_id, item_offset, item_length, deliveries)
 	SELECT x.source, x.event_id, x.event_type, ids.ids[x.dord], x.item_offset, x.item_length, x.deliveries
-	FROM unnest($7::text[], $8::text[], $9::text[], $10::int[], $11::int[], $12::int[], $13::int[]) WITH ORDINALITY
-		AS x(source, event_id, event_type, dord, item_offset, item_length, deliveries, ord)
+	FROM unnest($7::text[], $8::text[], $9::text[], $10::int[], $11::int[], $12::int[], $13::int[], $15::bytea[]) WITH ORDINALITY
+		AS x(source, event_id, event_type, dord, item_offset, item_length, deliveries, content_key, ord)
 		CROSS JOIN ids
+	WHERE NOT EXISTS (SELECT 1 FROM ck WHERE ck.source = x.source AND ck.content_key = x.content_key AND ck.event_id <> x.event_id)
 	ORDER BY x.ord
 	ON CONFLICT (source, event_id) DO UPDATE SET
 		deliveries  = e.deliveries + excluded.deliveries,
@@ -241,90 +257,159 @@ WITH d AS MATERIALIZED (
 // With direct, the store statement inserts the River jobs (storeJobsSQL);
 // otherwise River's InsertManyTx does, in a statement of its own.
 func (s *store) commitTx(ctx context.Context, ds []*Delivery, direct bool, first func(context.Context, string, ...any) (pgx.Tx, pgx.Rows, error)) ([][]EventResult, error) {
-	// 1. Deliveries and events, in one statement.
-	src := make([]string, len(ds))
-	recv := make([]time.Time, len(ds))
-	cts := make([]string, len(ds))
-	hdrs := make([][]byte, len(ds))
-	bodyAt, bodyLen := make([]int32, len(ds)), make([]int32, len(ds))
-	// The bodies and the headers' JSON are laid out in two buffers reused
-	// from call to call: per batch they are tens of kilobytes.
 	bodyBuf, hdrBuf := getBuf(), getBuf()
 	defer putBuf(bodyBuf)
 	defer putBuf(hdrBuf)
-	bodies, hjson := (*bodyBuf)[:0], (*hdrBuf)[:0]
-	hAt := make([]int, len(ds)+1)
-	for i, d := range ds {
-		src[i], recv[i], cts[i] = d.Source.Name, d.ReceivedAt, d.ContentType
-		hjson = appendHeadersJSON(hjson, d.Headers)
-		hAt[i+1] = len(hjson)
-		bodyAt[i], bodyLen[i] = int32(len(bodies)+1), int32(len(d.Body)) // substring counts from 1
-		bodies = append(bodies, d.Body...)
-	}
-	for i := range ds {
-		hdrs[i] = hjson[hAt[i]:hAt[i+1]:hAt[i+1]]
-	}
-	*bodyBuf, *hdrBuf = bodies, hjson
+	b := layoutBatch(ds, bodyBuf, hdrBuf)
 
-	// One upsert row per distinct key, sorted to avoid deadlocks between
-	// concurrent batches.
-	var rows []*eventRow
-	firstOf := map[string]*eventRow{}
-	for di, d := range ds {
-		for ei, ev := range d.Events {
-			r := &eventRow{d: d, ev: ev, di: di, ei: ei}
-			k := key(d.Source.Name, ev.ID)
-			if f, ok := firstOf[k]; ok {
-				f.count++
-			} else {
-				r.first, r.count = true, 1
-				firstOf[k] = r
-			}
-			rows = append(rows, r)
-		}
+	// 1. Deliveries, content keys, events (and with direct, River jobs) in
+	// one statement.
+	args, err := b.storeArgs(direct)
+	if err != nil {
+		return nil, err
 	}
-	firsts := make([]*eventRow, 0, len(firstOf))
-	for _, r := range rows {
-		if r.first {
-			firsts = append(firsts, r)
-		}
-	}
-	slices.SortFunc(firsts, func(a, b *eventRow) int {
-		if c := strings.Compare(a.d.Source.Name, b.d.Source.Name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ev.ID, b.ev.ID)
-	})
-	n := len(firsts)
-	eSrc, eID, eType := make([]string, n), make([]string, n), make([]string, n)
-	eDeliv := make([]int32, n)
-	eOff, eLen := make([]*int32, n), make([]*int32, n)
-	eCount := make([]int32, n)
-	for i, r := range firsts {
-		eSrc[i], eID[i], eType[i], eDeliv[i], eCount[i] = r.d.Source.Name, r.ev.ID, r.ev.Type, int32(r.di+1), int32(r.count)
-		if r.ev.Length >= 0 {
-			off, l := int32(r.ev.Offset), int32(r.ev.Length)
-			eOff[i], eLen[i] = &off, &l
-		}
-	}
-	args := []any{src, recv, cts, hdrs, bodyAt, bodyLen, eSrc, eID, eType, eDeliv, eOff, eLen, eCount, bodies}
 	sql := storeSQL
 	if direct {
-		jArgs, jKeys, jMax := make([][]byte, n), make([][]byte, n), make([]int16, n)
-		for i, r := range firsts {
-			j, err := jobs.NewEventJob(r.d.Source.Name, r.ev.ID, r.d.Source.MaxAttempts)
-			if err != nil {
-				return nil, err
-			}
-			jArgs[i], jKeys[i], jMax[i] = j.Args, j.UniqueKey, j.MaxAttempts
-		}
 		sql = storeJobsSQL
-		args = append(args, jArgs, jMax, jKeys, jobs.EventJobPriority, jobs.Queue, int32(jobs.EventUniqueStates), jobs.EventArgs{}.Kind())
 	}
 	tx, res, err := first(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store deliveries: %w", err)
 	}
+	if err := b.scanStore(res, direct); err != nil {
+		return nil, fmt.Errorf("store deliveries: %w", err)
+	}
+
+	// 2. River jobs, unique until executed (without direct).
+	if !direct {
+		if err := s.enqueue(ctx, tx, b.firsts); err != nil {
+			return nil, err
+		}
+	}
+
+	// 3. Results, and dead items for duplicates of reject sources.
+	out, dead := b.results()
+	if len(dead) > 0 {
+		if err := deadDuplicates(ctx, tx, b, dead); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// batch is one call's deliveries laid out for the store statement: their
+// bodies in one buffer, their headers' JSON in another, and one row per
+// event, the first occurrence of each key deciding for the others.
+type batch struct {
+	ds      []*Delivery
+	rows    []*eventRow          // every event of every delivery, in order
+	firstOf map[string]*eventRow // by key(source, event_id)
+	firsts  []*eventRow          // one per key, sorted by key: the lock order
+	src     []string
+	recv    []time.Time
+	cts     []string
+	hdrs    [][]byte
+	bodyAt  []int32
+	bodyLen []int32
+	bodies  []byte
+}
+
+// layoutBatch lays ds out in the two reused buffers (per batch they are
+// tens of kilobytes) and resolves duplicates within the call: a later
+// occurrence of a key, or of a content key under another id, is a duplicate
+// of the first.
+func layoutBatch(ds []*Delivery, bodyBuf, hdrBuf *[]byte) *batch {
+	n := len(ds)
+	b := &batch{ds: ds, src: make([]string, n), recv: make([]time.Time, n), cts: make([]string, n), hdrs: make([][]byte, n),
+		bodyAt: make([]int32, n), bodyLen: make([]int32, n), firstOf: map[string]*eventRow{}}
+	bodies, hjson := (*bodyBuf)[:0], (*hdrBuf)[:0]
+	hAt := make([]int, n+1)
+	for i, d := range ds {
+		b.src[i], b.recv[i], b.cts[i] = d.Source.Name, d.ReceivedAt, d.ContentType
+		hjson = appendHeadersJSON(hjson, d.Headers)
+		hAt[i+1] = len(hjson)
+		b.bodyAt[i], b.bodyLen[i] = int32(len(bodies)+1), int32(len(d.Body)) // substring counts from 1
+		bodies = append(bodies, d.Body...)
+	}
+	for i := range ds {
+		b.hdrs[i] = hjson[hAt[i]:hAt[i+1]:hAt[i+1]]
+	}
+	*bodyBuf, *hdrBuf = bodies, hjson
+	b.bodies = bodies
+
+	var contentOwner map[string]string // source + content key → event id
+	for di, d := range ds {
+		for ei, ev := range d.Events {
+			r := &eventRow{d: d, ev: ev, di: di, ei: ei}
+			b.rows = append(b.rows, r)
+			k := key(d.Source.Name, ev.ID)
+			if f, ok := b.firstOf[k]; ok {
+				f.count++
+				continue
+			}
+			r.first, r.count = true, 1
+			b.firstOf[k] = r
+			if ev.ContentKey != nil {
+				ck := key(d.Source.Name, string(ev.ContentKey))
+				if owner, seen := contentOwner[ck]; seen && owner != ev.ID {
+					r.contentDup = true // a replay of an event earlier in this call
+					continue
+				}
+				if contentOwner == nil {
+					contentOwner = map[string]string{}
+				}
+				contentOwner[ck] = ev.ID
+			}
+			b.firsts = append(b.firsts, r)
+		}
+	}
+	slices.SortFunc(b.firsts, func(x, y *eventRow) int {
+		if c := strings.Compare(x.d.Source.Name, y.d.Source.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(x.ev.ID, y.ev.ID)
+	})
+	return b
+}
+
+// storeArgs are the store statement's parameters (storeSQL, or with direct
+// storeJobsSQL).
+func (b *batch) storeArgs(direct bool) ([]any, error) {
+	n := len(b.firsts)
+	eSrc, eID, eType := make([]string, n), make([]string, n), make([]string, n)
+	eDeliv := make([]int32, n)
+	eOff, eLen := make([]*int32, n), make([]*int32, n)
+	eCount := make([]int32, n)
+	eCKey, eWindow := make([][]byte, n), make([]int64, n)
+	for i, r := range b.firsts {
+		eSrc[i], eID[i], eType[i], eDeliv[i], eCount[i] = r.d.Source.Name, r.ev.ID, r.ev.Type, int32(r.di+1), int32(r.count)
+		if r.ev.Length >= 0 {
+			off, l := int32(r.ev.Offset), int32(r.ev.Length)
+			eOff[i], eLen[i] = &off, &l
+		}
+		eCKey[i], eWindow[i] = r.ev.ContentKey, r.d.Source.DedupWindow.Microseconds()
+	}
+	args := []any{b.src, b.recv, b.cts, b.hdrs, b.bodyAt, b.bodyLen, eSrc, eID, eType, eDeliv, eOff, eLen, eCount, b.bodies, eCKey, eWindow}
+	if !direct {
+		return args, nil
+	}
+	jArgs, jKeys, jMax := make([][]byte, n), make([][]byte, n), make([]int16, n)
+	for i, r := range b.firsts {
+		j, err := jobs.NewEventJob(r.d.Source.Name, r.ev.ID, r.d.Source.MaxAttempts)
+		if err != nil {
+			return nil, err
+		}
+		jArgs[i], jKeys[i], jMax[i] = j.Args, j.UniqueKey, j.MaxAttempts
+	}
+	return append(args, jArgs, jMax, jKeys, jobs.EventJobPriority, jobs.Queue, int32(jobs.EventUniqueStates), jobs.EventArgs{}.Kind()), nil
+}
+
+// scanStore reads the store statement's answer: the delivery ids, each
+// event's state, and (direct) each job insert's outcome. An event that got
+// no row is a replay of another event's signed content (its content key is
+// owned by another id): a duplicate.
+func (b *batch) scanStore(res pgx.Rows, direct bool) error {
+	defer res.Close()
 	var ids []int64
 	for res.Next() {
 		var dids []int64
@@ -332,56 +417,59 @@ func (s *store) commitTx(ctx context.Context, ds []*Delivery, direct bool, first
 		var fresh, skipped *bool
 		var first *time.Time
 		if err := res.Scan(&dids, &source, &id, &state, &fresh, &first, &skipped); err != nil {
-			res.Close()
-			return nil, fmt.Errorf("store deliveries: %w", err)
+			return err
 		}
 		switch {
 		case source == nil:
 			ids = dids
 		case state == nil: // a job row (storeJobsSQL)
-			r := firstOf[key(*source, *id)]
+			r := b.firstOf[key(*source, *id)]
 			if r == nil {
-				res.Close()
-				return nil, fmt.Errorf("store deliveries: a job for an event not in the batch (%q, %q)", *source, *id)
+				return fmt.Errorf("a job for an event not in the batch (%q, %q)", *source, *id)
 			}
 			r.status = StatusAccepted
 			if *skipped {
 				r.status = StatusDuplicate
 			}
 		default:
-			r := firstOf[key(*source, *id)]
+			r := b.firstOf[key(*source, *id)]
 			r.state, r.fresh, r.received = *state, *fresh, *first
 		}
 	}
 	res.Close()
 	if err := res.Err(); err != nil {
-		return nil, fmt.Errorf("store deliveries: %w", err)
+		return err
 	}
-	if len(ids) != len(ds) {
-		return nil, fmt.Errorf("store deliveries: %d ids for %d deliveries", len(ids), len(ds))
+	if len(ids) != len(b.ds) {
+		return fmt.Errorf("%d ids for %d deliveries", len(ids), len(b.ds))
 	}
-	for _, r := range rows {
+	for _, r := range b.rows {
 		r.deliv = ids[r.di]
 	}
+	for _, r := range b.firsts {
+		switch {
+		case r.state == "": // replays another event's content
+			r.contentDup, r.status = true, StatusDuplicate
+		case !r.fresh && r.state == "completed": // within its dedup window: no job
+			r.status = StatusDuplicate
+		case direct && r.status == "":
+			return fmt.Errorf("no job answer for event %q of source %q", r.ev.ID, r.d.Source.Name)
+		}
+	}
+	return nil
+}
 
-	// 2. River jobs, unique until executed. An event completed within its
-	// window never gets one; every other first occurrence asks River, whose
-	// answer (UniqueSkippedAsDuplicate) decides between accepted and duplicate.
-	// With direct, storeJobsSQL did the same in step 1.
-	// (Allocated on first use: with direct nothing is asked.)
+// enqueue asks River for the jobs of the events that need one (the naive
+// mode): River's unique insert (until executed) decides between accepted and
+// duplicate. A job found for an event we thought new means it is already
+// queued: it stays so.
+func (s *store) enqueue(ctx context.Context, tx pgx.Tx, firsts []*eventRow) error {
 	var params []river.InsertManyParams
 	var asked []*eventRow
 	var opts map[int]*river.InsertOpts // by MaxAttempts; River only reads them
 	for _, r := range firsts {
-		if !r.fresh && r.state == "completed" {
-			r.status = StatusDuplicate
-			continue
-		}
-		if direct {
-			if r.status == "" {
-				return nil, fmt.Errorf("store deliveries: no job answer for event %q of source %q", r.ev.ID, r.d.Source.Name)
-			}
-			continue
+		if r.status != "" {
+			continue // decided by the store statement
 		}
 		o := opts[r.d.Source.MaxAttempts]
 		if o == nil {
@@ -397,32 +485,34 @@ func (s *store) commitTx(ctx context.Context, ds []*Delivery, direct bool, first
 		})
 		asked = append(asked, r)
 	}
-	if len(params) > 0 {
-		results, err := s.river.InsertManyTx(ctx, tx, params)
-		if err != nil {
-			return nil, fmt.Errorf("enqueue: %w", err)
-		}
-		for i, jr := range results {
-			if jr.UniqueSkippedAsDuplicate {
-				asked[i].status = StatusDuplicate
-			} else {
-				asked[i].status = StatusAccepted
-			}
+	if len(params) == 0 {
+		return nil
+	}
+	results, err := s.river.InsertManyTx(ctx, tx, params)
+	if err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	for i, jr := range results {
+		asked[i].status = StatusAccepted
+		if jr.UniqueSkippedAsDuplicate {
+			asked[i].status = StatusDuplicate
 		}
 	}
-	// A job found for an event we thought new means it is already queued: keep
-	// its state as it was (queued); nothing else to do.
+	return nil
+}
 
-	// 3. Results, and dead items for duplicates of reject sources.
-	out := make([][]EventResult, len(ds))
-	for i, d := range ds {
+// results answers each delivery, and lists the duplicates that go to the
+// dead set (reject sources).
+func (b *batch) results() ([][]EventResult, []*eventRow) {
+	out := make([][]EventResult, len(b.ds))
+	for i, d := range b.ds {
 		out[i] = make([]EventResult, len(d.Events))
 	}
 	var dead []*eventRow
-	for _, r := range rows {
+	for _, r := range b.rows {
 		status := StatusDuplicate
-		first := firstOf[key(r.d.Source.Name, r.ev.ID)]
-		if r.first {
+		first := b.firstOf[key(r.d.Source.Name, r.ev.ID)]
+		if r.first && !r.contentDup {
 			status = r.status
 		}
 		out[r.di][r.ei] = EventResult{EventID: r.ev.ID, Status: status, firstSeen: first.received}
@@ -430,27 +520,31 @@ func (s *store) commitTx(ctx context.Context, ds []*Delivery, direct bool, first
 			dead = append(dead, r)
 		}
 	}
-	if len(dead) > 0 {
-		n := len(dead)
-		dSrc, dID, dType, dCT := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		dHdr := make([][]byte, n)
-		dDeliv := make([]int64, n)
-		dPayload := make([][]byte, n)
-		for i, r := range dead {
-			dSrc[i], dID[i], dType[i], dCT[i], dHdr[i], dDeliv[i] = r.d.Source.Name, r.ev.ID, r.ev.Type, r.d.ContentType, hdrs[r.di], r.deliv
-			dPayload[i] = r.d.Body
-			if r.ev.Length >= 0 {
-				dPayload[i] = r.d.Body[r.ev.Offset : r.ev.Offset+r.ev.Length]
-			}
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO hookline_dead (source, event_id, event_type, reason, last_error, delivery_id, content_type, headers, payload)
-			SELECT s, i, t, 'duplicate', 'duplicate delivery rejected (on_duplicate: reject)', d, c, h, p
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::jsonb[], $7::bytea[]) AS u(s, i, t, d, c, h, p)`,
-			dSrc, dID, dType, dDeliv, dCT, dHdr, dPayload); err != nil {
-			return nil, fmt.Errorf("dead-set duplicates: %w", err)
+	return out, dead
+}
+
+// deadDuplicates writes the dead items (reason duplicate) of a reject
+// source's duplicates, each with its own bytes (a batch item's).
+func deadDuplicates(ctx context.Context, tx pgx.Tx, b *batch, dead []*eventRow) error {
+	n := len(dead)
+	dSrc, dID, dType, dCT := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	dHdr := make([][]byte, n)
+	dDeliv := make([]int64, n)
+	dPayload := make([][]byte, n)
+	for i, r := range dead {
+		dSrc[i], dID[i], dType[i], dCT[i], dHdr[i], dDeliv[i] = r.d.Source.Name, r.ev.ID, r.ev.Type, r.d.ContentType, b.hdrs[r.di], r.deliv
+		dPayload[i] = r.d.Body
+		if r.ev.Length >= 0 {
+			dPayload[i] = r.d.Body[r.ev.Offset : r.ev.Offset+r.ev.Length]
 		}
 	}
-	return out, nil
+	if _, err := tx.Exec(ctx, `INSERT INTO hookline_dead (source, event_id, event_type, reason, last_error, delivery_id, content_type, headers, payload)
+		SELECT s, i, t, 'duplicate', 'duplicate delivery rejected (on_duplicate: reject)', d, c, h, p
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::jsonb[], $7::bytea[]) AS u(s, i, t, d, c, h, p)`,
+		dSrc, dID, dType, dDeliv, dCT, dHdr, dPayload); err != nil {
+		return fmt.Errorf("dead-set duplicates: %w", err)
+	}
+	return nil
 }
 
 // anyReject reports whether a delivery comes from an on_duplicate: reject source.
@@ -476,39 +570,6 @@ func putBuf(b *[]byte) {
 		*b = (*b)[:0]
 		bufPool.Put(b)
 	}
-}
-
-// IsUnavailable reports whether err means the database could not be reached
-// or could not complete the transaction for reasons of its own, not of the
-// data: the request is answered 503 and the provider retries. Any other error
-// Postgres reports (a constraint, a value it cannot store, an index entry too
-// large) is the data's: a batch that fails so is retried delivery by
-// delivery, so that only the bad one fails.
-func IsUnavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
-		return true // the connection, a timeout, the pool closing
-	}
-	switch pgErr.Code[:2] {
-	case "08", // connection exception
-		"40", // transaction rollback: serialization failure, deadlock
-		"53", // insufficient resources: disk full, out of memory, too many connections
-		"57", // operator intervention: shutdown, statement cancelled
-		"58", // system error: I/O
-		"XX": // internal error
-		return true
-	}
-	return false
-}
-
-// isTransient reports whether a batch that failed with err may succeed if
-// simply run again: a serialization failure or a deadlock.
-func isTransient(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
 // appendHeadersJSON appends h as a JSON object (keys sorted, each value an

@@ -3,11 +3,17 @@ package ingest
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/hookline/hookline/internal/metrics"
 )
 
 // appendHeadersJSON must mean what json.Marshal means (jsonb keeps no
@@ -83,40 +89,54 @@ func TestSingleResponseJSON(t *testing.T) {
 	}
 }
 
-// readBody reads exactly the body, with or without a Content-Length, and
-// refuses more than the limit either way.
+// readBody reads exactly the body, with or without a Content-Length,
+// refuses more than the limit either way, and reserves pending-bytes budget
+// for what it received (at most twice that, or the first chunk), never for
+// what was announced.
 func TestReadBody(t *testing.T) {
 	t.Parallel()
-	body := bytes.Repeat([]byte("0123456789"), 150)
+	small := bytes.Repeat([]byte("0123456789"), 150)
+	large := bytes.Repeat([]byte("0123456789"), 10_000) // past firstChunk: the buffer grows
 	for _, tc := range []struct {
-		name    string
-		length  int64 // -1: unknown (chunked)
-		limit   int64
-		wantErr bool
+		name       string
+		body       []byte
+		length     int64 // -1: unknown (chunked)
+		limit      int64
+		wantStatus int // 0: read fine
 	}{
-		{"exact", int64(len(body)), 1 << 20, false},
-		{"chunked", -1, 1 << 20, false},
-		{"at the limit", int64(len(body)), int64(len(body)), false},
-		{"chunked over the limit", -1, 100, true},
-		{"declared over the limit", int64(len(body)), 100, true},
-		{"empty", 0, 100, false},
+		{"exact", small, int64(len(small)), 1 << 20, 0},
+		{"chunked", small, -1, 1 << 20, 0},
+		{"at the limit", small, int64(len(small)), int64(len(small)), 0},
+		{"chunked over the limit", small, -1, 100, http.StatusRequestEntityTooLarge},
+		{"declared over the limit", small, int64(len(small)), 100, http.StatusRequestEntityTooLarge},
+		{"empty", nil, 0, 100, 0},
+		{"large exact", large, int64(len(large)), 1 << 20, 0},
+		{"large chunked", large, -1, 1 << 20, 0},
+		{"large chunked at the limit", large, -1, int64(len(large)), 0},
+		{"large chunked over the limit", large, -1, int64(len(large)) - 1, http.StatusRequestEntityTooLarge},
+		{"shorter than declared", small, int64(len(small)) + 10, 1 << 20, http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := body
-			if tc.length == 0 {
-				b = nil
+			s := &Server{
+				cfg:     Config{MaxBodyBytes: tc.limit, BodyTimeout: time.Second, QueueTimeout: time.Second, MaxPendingBytes: 1 << 30},
+				pending: semaphore.NewWeighted(1 << 30),
+				m:       metrics.New(),
+				log:     slog.New(slog.DiscardHandler),
 			}
-			req := httptest.NewRequest(http.MethodPost, "/webhooks/x", bytes.NewReader(b))
+			req := httptest.NewRequest(http.MethodPost, "/webhooks/x", bytes.NewReader(tc.body))
 			req.ContentLength = tc.length
-			got, err := readBody(httptest.NewRecorder(), req, tc.limit)
-			if tc.wantErr {
-				var mbe *http.MaxBytesError
-				require.ErrorAs(t, err, &mbe)
+			c := echo.New().NewContext(req, httptest.NewRecorder())
+			got, reserved, ref := s.readBody(c, &Source{Name: "x"}, time.Now().Add(time.Second))
+			s.pending.Release(reserved)
+			require.True(t, s.pending.TryAcquire(1<<30), "every reserved byte is released")
+			if tc.wantStatus != 0 {
+				require.NotNil(t, ref)
+				require.Equal(t, tc.wantStatus, ref.status)
 				return
 			}
-			require.NoError(t, err)
-			require.Equal(t, len(b), len(got))
-			require.True(t, bytes.Equal(b, got))
+			require.Nil(t, ref)
+			require.True(t, bytes.Equal(tc.body, got))
+			require.LessOrEqual(t, reserved, max(int64(firstChunk), 2*int64(len(tc.body))))
 		})
 	}
 }

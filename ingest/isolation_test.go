@@ -5,12 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookline/hookline/internal/dberr"
 )
 
 // On real Postgres, one delivery that the database refuses fails alone: an
@@ -50,7 +51,7 @@ func TestBatchIsolatesUnstorableDelivery(t *testing.T) {
 				if p.d == bad {
 					var pgErr *pgconn.PgError
 					require.True(t, errors.As(r.err, &pgErr), "%v", r.err)
-					require.False(t, IsUnavailable(r.err), "a data error, not unavailability: %v", r.err)
+					require.False(t, dberr.Unavailable(r.err), "a data error, not unavailability: %v", r.err)
 					continue
 				}
 				require.NoError(t, r.err, "delivery %d", i)
@@ -61,19 +62,4 @@ func TestBatchIsolatesUnstorableDelivery(t *testing.T) {
 			require.Equal(t, 3, jobs, "the good deliveries are stored and enqueued")
 		})
 	}
-}
-
-func TestIsUnavailable(t *testing.T) {
-	t.Parallel()
-	for code, want := range map[string]bool{
-		"08006": true, "40001": true, "40P01": true, "53100": true, "57P01": true, "57014": true, "58030": true, "XX000": true,
-		"22021": false, "22P05": false, "23505": false, "54000": false, "42P01": false,
-	} {
-		require.Equal(t, want, IsUnavailable(fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: code})), code)
-	}
-	require.True(t, IsUnavailable(context.DeadlineExceeded))
-	require.True(t, IsUnavailable(&pgconn.PgError{}), "no SQLSTATE: not known to be the data's")
-	require.False(t, IsUnavailable(nil))
-	require.True(t, isTransient(&pgconn.PgError{Code: "40P01"}))
-	require.False(t, isTransient(&pgconn.PgError{Code: "23505"}))
 }

@@ -15,8 +15,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -29,6 +31,7 @@ import (
 	"github.com/riverqueue/river"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/hookline/hookline/idem"
 	"github.com/hookline/hookline/internal/metrics"
 	"github.com/hookline/hookline/providers"
 )
@@ -58,8 +61,17 @@ type Source struct {
 	// MaxConcurrency caps concurrent requests for this source; beyond it
 	// requests are answered 503. Zero means no cap.
 	MaxConcurrency int
+	// DedupWindow is how long a delivery's signed content keeps marking a
+	// replay under a fresh id as a duplicate (providers.ContentKeyer).
+	// Default 720h.
+	DedupWindow time.Duration
+	// EventIDName and EventTypeName name the resolvers in 400 answers
+	// ("json:id"); empty means the provider's default (its description's,
+	// for the id).
+	EventIDName, EventTypeName string
 
-	sem chan struct{}
+	sem        chan struct{}
+	dropHeader map[string]bool // never stored: credentials and hop-by-hop headers
 }
 
 // Config configures a Server. Pointer fields are required unless noted.
@@ -86,14 +98,27 @@ type Config struct {
 	// A request that would go past it waits up to QueueTimeout for room, then
 	// is answered 503 with Retry-After before its body is read.
 	MaxPendingBytes int64
+	// BodyTimeout bounds how long a request body may take to arrive;
+	// beyond it the request is answered 408 and nothing is stored
+	// (default 10s).
+	BodyTimeout time.Duration
 	// IngestRoutes: false serves only /healthz, /readyz and /metrics
 	// (--role worker).
 	IngestRoutes bool
-	Metrics      *metrics.Metrics // nil: a fresh set
-	Logger       *slog.Logger     // nil: slog.Default()
+	// NoMetricsRoute leaves /metrics out (it is served elsewhere, e.g. on
+	// the admin listener).
+	NoMetricsRoute bool
+	Metrics        *metrics.Metrics // nil: a fresh set
+	Logger         *slog.Logger     // nil: slog.Default()
 	// Ready reports readiness (Postgres reachable and migrated); nil pings the pool.
 	Ready func(ctx context.Context) error
 }
+
+// DefaultBodyTimeout is Config.BodyTimeout when unset.
+const DefaultBodyTimeout = 10 * time.Second
+
+// DefaultDedupWindow is Source.DedupWindow when unset.
+const DefaultDedupWindow = idem.DefaultDedupWindow
 
 // DefaultMaxPendingBytes is Config.MaxPendingBytes when unset (or four
 // bodies of MaxBodyBytes, if that is more).
@@ -105,7 +130,7 @@ type Server struct {
 	echo    *echo.Echo
 	sources map[string]*Source
 	batch   *batcher
-	store   *store
+	db      *store
 	pending *semaphore.Weighted // bytes of bodies in memory (MaxPendingBytes)
 	m       *metrics.Metrics
 	log     *slog.Logger
@@ -131,6 +156,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.QueueTimeout <= 0 {
 		cfg.QueueTimeout = time.Second
 	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
 	if cfg.MaxPendingBytes <= 0 {
 		cfg.MaxPendingBytes = max(DefaultMaxPendingBytes, 4*cfg.MaxBodyBytes)
 	}
@@ -144,7 +172,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, sources: map[string]*Source{}, m: cfg.Metrics, log: cfg.Logger,
-		store: &store{pool: cfg.Pool, river: cfg.River}, pending: semaphore.NewWeighted(cfg.MaxPendingBytes)}
+		db: &store{pool: cfg.Pool, river: cfg.River}, pending: semaphore.NewWeighted(cfg.MaxPendingBytes)}
 	for _, src := range cfg.Sources {
 		if src.OnDuplicate == "" {
 			src.OnDuplicate = OnDuplicateSkip
@@ -155,13 +183,20 @@ func New(cfg Config) (*Server, error) {
 		if src.MaxConcurrency > 0 {
 			src.sem = make(chan struct{}, src.MaxConcurrency)
 		}
+		if src.DedupWindow <= 0 {
+			src.DedupWindow = DefaultDedupWindow
+		}
+		if d, ok := src.Provider.(providers.Describer); ok && src.EventIDName == "" {
+			src.EventIDName = d.Describe().DefaultEventID
+		}
+		src.dropHeader = dropHeaders(src.Provider)
 		if _, dup := s.sources[src.Name]; dup {
 			return nil, fmt.Errorf("ingest: source %q configured twice", src.Name)
 		}
 		s.sources[src.Name] = src
 	}
 	if cfg.IngestRoutes && cfg.Batch {
-		s.batch = newBatcher(s.store.commitPipelined, cfg.Committers, cfg.BatchSize, cfg.BatchWait,
+		s.batch = newBatcher(s.db.commitPipelined, cfg.Committers, cfg.BatchSize, cfg.BatchWait,
 			func(n int) { s.m.BatchSize.Observe(float64(n)) })
 	}
 
@@ -172,13 +207,20 @@ func New(cfg Config) (*Server, error) {
 	e.Use(middleware.RequestID(), middleware.Recover())
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.m.Registry, promhttp.HandlerOpts{})))
+	if !cfg.NoMetricsRoute {
+		e.GET("/metrics", s.MetricsHandler())
+	}
 	if cfg.IngestRoutes {
 		e.POST("/webhooks/:source", s.receive)
 		// Other methods on this path get echo's 405.
 	}
 	s.echo = e
 	return s, nil
+}
+
+// MetricsHandler serves the Prometheus registry.
+func (s *Server) MetricsHandler() echo.HandlerFunc {
+	return echo.WrapHandler(promhttp.HandlerFor(s.m.Registry, promhttp.HandlerOpts{}))
 }
 
 // Echo returns the underlying router, for mounting more routes (admin).
@@ -202,7 +244,10 @@ func (s *Server) readyz(c echo.Context) error {
 		check = func(ctx context.Context) error { return s.cfg.Pool.Ping(ctx) }
 	}
 	if err := check(ctx); err != nil {
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+		// The cause goes to the log, not to the unauthenticated caller: it
+		// names hosts, users and databases.
+		s.log.Warn("not ready", "error", err.Error())
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
@@ -231,143 +276,167 @@ type batchResponse struct {
 	Events []EventResult `json:"events"`
 }
 
-// replayHeaders are left out of the stored headers: credentials and
-// connection details a replay must not carry.
-var skipHeaders = map[string]bool{
-	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Connection": true,
-	"Content-Length": true, "Transfer-Encoding": true, "Keep-Alive": true, "Upgrade": true,
-	"Te": true, "Trailer": true, "Accept-Encoding": true,
+// dropAlways are never stored: credentials and connection details a replay
+// must not carry. Adapters add the headers that carry their credentials
+// (providers.SecretHeaderer).
+var dropAlways = []string{
+	"Authorization", "Proxy-Authorization", "Cookie", "Connection",
+	"Content-Length", "Transfer-Encoding", "Keep-Alive", "Upgrade",
+	"Te", "Trailer", "Accept-Encoding",
 }
 
+// dropHeaders is the set of canonical header names a source never stores.
+func dropHeaders(p providers.Provider) map[string]bool {
+	drop := map[string]bool{}
+	for _, h := range dropAlways {
+		drop[h] = true
+	}
+	if sh, ok := p.(providers.SecretHeaderer); ok {
+		for _, h := range sh.SecretHeaders() {
+			drop[http.CanonicalHeaderKey(h)] = true
+		}
+	}
+	return drop
+}
+
+// receive handles POST /webhooks/{source}: admit the request, read its body
+// within the budgets, verify it, resolve its events, store it, answer.
+// Every refusal is answered before anything is stored.
 func (s *Server) receive(c echo.Context) error {
 	start := time.Now()
-	req := c.Request()
 	src, ok := s.sources[c.Param("source")]
 	if !ok {
 		return c.JSON(http.StatusNotFound, errorBody{Error: "unknown source"})
 	}
 	defer func() { s.m.IngestSeconds.WithLabelValues(src.Name).Observe(time.Since(start).Seconds()) }()
-	count := func(outcome string, n int) { s.m.Received.WithLabelValues(src.Name, outcome).Add(float64(n)) }
-	unavailable := func(msg string) error {
-		count(metrics.Unavailable, 1)
-		c.Response().Header().Set("Retry-After", "1")
-		return c.JSON(http.StatusServiceUnavailable, errorBody{Error: msg})
-	}
-
 	if src.sem != nil {
 		select {
 		case src.sem <- struct{}{}:
 			defer func() { <-src.sem }()
 		default:
-			return unavailable("too many concurrent deliveries for this source; retry later")
+			return s.refuse(c, src, refusal{http.StatusServiceUnavailable, metrics.Unavailable, "too many concurrent deliveries for this source; retry later"})
 		}
 	}
-
-	// Cap the body before reading it all.
-	if req.ContentLength > s.cfg.MaxBodyBytes {
-		count(metrics.TooLarge, 1)
-		return c.JSON(http.StatusRequestEntityTooLarge, errorBody{Error: fmt.Sprintf("body exceeds max_body_bytes (%d)", s.cfg.MaxBodyBytes)})
-	}
-	// Room for the body among the pending ones, or 503 within the queue
-	// timeout: memory stays bounded however many senders there are. The
-	// deadline covers the wait for the committer too.
+	// The queue deadline covers the wait for body budget and for the committer.
 	deadline := start.Add(s.cfg.QueueTimeout)
-	weight := req.ContentLength
-	if weight < 0 { // chunked: it may grow to the cap
-		weight = s.cfg.MaxBodyBytes
+	body, reserved, ref := s.readBody(c, src, deadline)
+	defer s.pending.Release(reserved)
+	if ref != nil {
+		return s.refuse(c, src, *ref)
 	}
-	if !s.pending.TryAcquire(weight) {
-		ctx, cancel := context.WithDeadline(req.Context(), deadline)
-		err := s.pending.Acquire(ctx, weight)
-		cancel()
-		if err != nil {
-			s.log.Warn("delivery refused: pending bodies at max_pending_bytes", "source", src.Name, "max_pending_bytes", s.cfg.MaxPendingBytes, "request_id", requestID(c))
-			return unavailable("ingest is saturated; retry later")
-		}
-	}
-	defer s.pending.Release(weight)
-	body, err := readBody(c.Response(), req, s.cfg.MaxBodyBytes)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			count(metrics.TooLarge, 1)
-			return c.JSON(http.StatusRequestEntityTooLarge, errorBody{Error: fmt.Sprintf("body exceeds max_body_bytes (%d)", s.cfg.MaxBodyBytes)})
-		}
-		count(metrics.BadRequest, 1)
-		return c.JSON(http.StatusBadRequest, errorBody{Error: "could not read body"})
-	}
-
-	pr := &providers.Request{Body: body, Header: req.Header, URL: requestURL(req)}
-	if err := src.Provider.Verify(pr); errors.Is(err, providers.ErrUnavailable) {
-		// A key or certificate could not be fetched: not the sender's fault.
-		s.log.Warn("verification unavailable", "source", src.Name, "error", err.Error(), "request_id", requestID(c))
-		return unavailable("signature verification unavailable; retry later")
-	} else if err != nil {
-		// Whatever stopped verification (a bad signature, or a body too
-		// garbled to find one in), the signature is not fine: 401, which
-		// takes precedence over 400 (CONTRACT.md §6).
-		status := http.StatusUnauthorized
-		if ss, ok := src.Provider.(providers.SignatureStatuser); ok {
-			status = ss.InvalidSignatureStatus()
-		}
-		count(metrics.InvalidSignature, 1)
-		s.log.Info("delivery rejected", "source", src.Name, "status", status, "error", err.Error(), "request_id", requestID(c))
-		return c.JSON(status, errorBody{Error: err.Error()})
+	pr := &providers.Request{Body: body, Header: c.Request().Header, URL: requestURL(c.Request())}
+	if ref := s.verify(c, src, pr); ref != nil {
+		return s.refuse(c, src, *ref)
 	}
 	if rp, ok := src.Provider.(providers.Responder); ok {
 		if code, b, handled := rp.Respond(pr); handled {
 			return c.Blob(code, echo.MIMEApplicationJSON, b)
 		}
 	}
+	d := newDelivery(src, c.Request(), body, start)
+	if err := resolve(src, pr, d); err != nil {
+		return s.refuse(c, src, refusal{http.StatusBadRequest, metrics.BadRequest, err.Error()})
+	}
+	results, err := s.store(c.Request().Context(), d, deadline)
+	if err != nil {
+		s.log.Warn("delivery not stored", "source", src.Name, "error", err.Error(), "request_id", requestID(c))
+		msg := "storage unavailable; retry later"
+		if errors.Is(err, ErrBusy) {
+			msg = "ingest is saturated; retry later"
+		}
+		return s.refuse(c, src, refusal{http.StatusServiceUnavailable, metrics.Unavailable, msg})
+	}
+	return s.answer(c, src, results)
+}
 
-	d := &Delivery{Source: src, ReceivedAt: start.UTC(), ContentType: req.Header.Get("Content-Type"), Body: body,
-		Headers: map[string][]string{}}
+// refusal is a delivery answered with an error: nothing was stored.
+type refusal struct {
+	status  int
+	outcome string // hookline_webhooks_received_total's outcome
+	msg     string
+}
+
+// refuse counts and answers a refusal; a 503 carries Retry-After.
+func (s *Server) refuse(c echo.Context, src *Source, r refusal) error {
+	s.m.Received.WithLabelValues(src.Name, r.outcome).Inc()
+	switch r.status {
+	case http.StatusServiceUnavailable:
+		c.Response().Header().Set("Retry-After", "1")
+	case http.StatusRequestTimeout:
+		c.Response().Header().Set("Connection", "close")
+	}
+	return c.JSON(r.status, errorBody{Error: r.msg})
+}
+
+// verify checks the delivery's signature. A key that could not be fetched
+// is the provider's trouble, not the sender's: 503, so it retries. A body
+// too deep to parse is a 400. Anything else that stopped verification (a
+// bad signature, or a body too garbled to find one in) means the signature
+// is not fine: 401 (or the adapter's status), which takes precedence over
+// 400.
+func (s *Server) verify(c echo.Context, src *Source, pr *providers.Request) *refusal {
+	err := src.Provider.Verify(pr)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, providers.ErrUnavailable):
+		s.log.Warn("verification unavailable", "source", src.Name, "error", err.Error(), "request_id", requestID(c))
+		return &refusal{http.StatusServiceUnavailable, metrics.Unavailable, "signature verification unavailable; retry later"}
+	case errors.Is(err, providers.ErrTooDeep):
+		return &refusal{http.StatusBadRequest, metrics.BadRequest, err.Error()}
+	}
+	status := http.StatusUnauthorized
+	if ss, ok := src.Provider.(providers.SignatureStatuser); ok {
+		status = ss.InvalidSignatureStatus()
+	}
+	s.log.Info("delivery rejected", "source", src.Name, "status", status, "error", err.Error(), "request_id", requestID(c))
+	return &refusal{status, metrics.InvalidSignature, err.Error()}
+}
+
+// newDelivery is the delivery of a verified request, with the headers a
+// replay needs (never the source's credentials).
+func newDelivery(src *Source, req *http.Request, body []byte, received time.Time) *Delivery {
+	d := &Delivery{Source: src, ReceivedAt: received.UTC(), ContentType: req.Header.Get("Content-Type"), Body: body,
+		Headers: make(map[string][]string, len(req.Header))}
 	for k, v := range req.Header {
-		if !skipHeaders[k] {
+		if !src.dropHeader[k] {
 			d.Headers[k] = v
 		}
 	}
-	_, isBatch := src.Provider.(providers.Splitter)
-	if err := resolve(src, pr, d); err != nil {
-		count(metrics.BadRequest, 1)
-		return c.JSON(http.StatusBadRequest, errorBody{Error: err.Error()})
-	}
+	return d
+}
 
-	var results []EventResult
+// store commits d through the group committer (or alone, in the naive mode).
+func (s *Server) store(ctx context.Context, d *Delivery, deadline time.Time) ([]EventResult, error) {
 	if s.batch != nil {
-		results, err = s.batch.Submit(req.Context(), d, max(time.Until(deadline), time.Millisecond))
-	} else {
-		ctx, cancel := context.WithTimeout(req.Context(), commitTimeout)
-		var all [][]EventResult
-		all, err = s.store.commit(ctx, []*Delivery{d})
-		cancel()
-		if err == nil {
-			results = all[0]
-		}
+		return s.batch.Submit(ctx, d, max(time.Until(deadline), time.Millisecond))
 	}
+	ctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	all, err := s.db.commit(ctx, []*Delivery{d})
 	if err != nil {
-		s.log.Warn("delivery not stored", "source", src.Name, "error", err.Error(), "request_id", requestID(c))
-		if errors.Is(err, ErrBusy) {
-			return unavailable("ingest is saturated; retry later")
-		}
-		return unavailable("storage unavailable; retry later")
+		return nil, err
 	}
+	return all[0], nil
+}
 
+// answer counts the stored delivery's events and answers 200.
+func (s *Server) answer(c echo.Context, src *Source, results []EventResult) error {
 	overall := StatusDuplicate
 	for _, r := range results {
 		if r.Status == StatusAccepted {
 			overall = StatusAccepted
-			count(metrics.Accepted, 1)
+			s.m.Received.WithLabelValues(src.Name, metrics.Accepted).Inc()
 			continue
 		}
-		count(metrics.Duplicate, 1)
+		s.m.Received.WithLabelValues(src.Name, metrics.Duplicate).Inc()
 		s.m.Idempotency.WithLabelValues(src.Name, "duplicate").Inc()
 		if !r.firstSeen.IsZero() {
 			s.m.RedeliveryGap.WithLabelValues(src.Name).Observe(time.Since(r.firstSeen).Seconds())
 		}
 		s.log.Info("duplicate delivery", "source", src.Name, "event_id", r.EventID, "on_duplicate", string(src.OnDuplicate), "request_id", requestID(c))
 	}
-	if isBatch {
+	if _, isBatch := src.Provider.(providers.Splitter); isBatch {
 		return c.JSON(http.StatusOK, batchResponse{Status: overall, Source: src.Name, Events: results})
 	}
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, singleResponseJSON(results[0].Status, src.Name, results[0].EventID))
@@ -387,33 +456,116 @@ func singleResponseJSON(status, source, eventID string) []byte {
 	return append(out, "}\n"...)
 }
 
-// readBody reads the request body, at most limit bytes (a longer one is an
-// *http.MaxBytesError). With a Content-Length it reads into one buffer of
-// exactly that size instead of growing one: the largest allocation of the
-// ingest path before.
-func readBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, error) {
-	r := http.MaxBytesReader(w, req.Body, limit)
-	if n := req.ContentLength; n >= 0 && n <= limit {
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return nil, err
-		}
-		// The body must end where Content-Length says (net/http enforces
-		// it); reading once more confirms EOF and lets the connection be reused.
-		var one [1]byte
-		if k, err := r.Read(one[:]); k > 0 || (err != nil && err != io.EOF) {
-			if err == nil {
-				err = errors.New("body longer than Content-Length")
-			}
-			return nil, err
-		}
-		return body, nil
+// firstChunk is the body budget a request reserves before any byte of its
+// body has arrived, and its first buffer: most webhook bodies fit in it.
+const firstChunk = 16 << 10
+
+// readBody reads the request body into memory within three bounds:
+//
+//   - at most MaxBodyBytes (413 beyond; a declared Content-Length over it is
+//     refused before reading);
+//   - all of it within BodyTimeout (408; a sender trickling bytes cannot
+//     hold a slot longer);
+//   - room in the pending-bytes budget (MaxPendingBytes), reserved for
+//     what has been received, not what was announced: firstChunk up front,
+//     then doubling as the buffer fills, so a request holds at most
+//     max(firstChunk, twice its received bytes). A request that finds no
+//     room waits until deadline, then gets 503.
+//
+// reserved is the budget the caller releases once the body is no longer
+// held (after its commit), also on refusal.
+func (s *Server) readBody(c echo.Context, src *Source, deadline time.Time) (body []byte, reserved int64, ref *refusal) {
+	req := c.Request()
+	limit := s.cfg.MaxBodyBytes
+	tooLarge := &refusal{http.StatusRequestEntityTooLarge, metrics.TooLarge, fmt.Sprintf("body exceeds max_body_bytes (%d)", limit)}
+	if req.ContentLength > limit {
+		return nil, 0, tooLarge
 	}
-	return io.ReadAll(r)
+	reserve := func(n int64) *refusal {
+		if !s.pending.TryAcquire(n) {
+			ctx, cancel := context.WithDeadline(req.Context(), deadline)
+			err := s.pending.Acquire(ctx, n)
+			cancel()
+			if err != nil {
+				s.log.Warn("delivery refused: pending bodies at max_pending_bytes", "source", src.Name, "max_pending_bytes", s.cfg.MaxPendingBytes, "request_id", requestID(c))
+				return &refusal{http.StatusServiceUnavailable, metrics.Unavailable, "ingest is saturated; retry later"}
+			}
+		}
+		reserved += n
+		return nil
+	}
+	rc := http.NewResponseController(c.Response())
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) // unsupported only off a real server (tests' recorders)
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+
+	want := req.ContentLength // -1: unknown (chunked)
+	size := int64(firstChunk)
+	if want >= 0 {
+		size = min(size, want)
+	}
+	if ref := reserve(size); ref != nil {
+		return nil, reserved, ref
+	}
+	r := http.MaxBytesReader(c.Response(), req.Body, limit)
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) == want || int64(len(buf)) == limit {
+				break // all announced (or allowed) bytes are in; confirm EOF below
+			}
+			next := min(2*int64(cap(buf)), limit)
+			if want >= 0 {
+				next = min(next, want)
+			}
+			if ref := reserve(next - int64(cap(buf))); ref != nil {
+				return nil, reserved, ref
+			}
+			grown := make([]byte, len(buf), next)
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			if want >= 0 && int64(len(buf)) < want {
+				return nil, reserved, s.bodyError(c, src, io.ErrUnexpectedEOF, tooLarge)
+			}
+			return buf, reserved, nil
+		}
+		if err != nil {
+			return nil, reserved, s.bodyError(c, src, err, tooLarge)
+		}
+	}
+	// Reading once more confirms the body ends here (net/http enforces
+	// Content-Length; MaxBytesReader the limit) and lets the connection be reused.
+	var one [1]byte
+	n, err := r.Read(one[:])
+	if n > 0 && err == nil {
+		err = errors.New("body longer than Content-Length")
+	}
+	if err != nil && err != io.EOF {
+		return nil, reserved, s.bodyError(c, src, err, tooLarge)
+	}
+	return buf, reserved, nil
+}
+
+// bodyError turns a failed body read into its refusal.
+func (s *Server) bodyError(c echo.Context, src *Source, err error, tooLarge *refusal) *refusal {
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		return tooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		s.log.Info("delivery refused: body not received in time", "source", src.Name, "body_timeout", s.cfg.BodyTimeout.String(), "request_id", requestID(c))
+		return &refusal{http.StatusRequestTimeout, metrics.BadRequest, fmt.Sprintf("the body did not arrive within ingest.body_timeout (%s)", s.cfg.BodyTimeout)}
+	}
+	return &refusal{http.StatusBadRequest, metrics.BadRequest, "could not read body"}
 }
 
 // resolve fills d.Events from the provider (split batches) or the source's
-// key resolvers.
+// key resolvers, with each event's content key where the provider's ids are
+// not signed.
 func resolve(src *Source, pr *providers.Request, d *Delivery) error {
 	if sp, ok := src.Provider.(providers.Splitter); ok {
 		items, err := sp.Split(pr)
@@ -424,42 +576,55 @@ func resolve(src *Source, pr *providers.Request, d *Delivery) error {
 			return fmt.Errorf("%w: batch has no items", providers.ErrMalformed)
 		}
 		for i, it := range items {
-			if it.Event.ID == "" {
-				return providers.ErrNoEventID
-			}
-			if err := checkEvent(it.Event); err != nil {
+			if err := checkEvent(src, it.Event, false); err != nil {
 				return fmt.Errorf("batch item %d: %w", i, err)
 			}
 			d.Events = append(d.Events, DeliveryEvent{ID: it.Event.ID, Type: it.Event.Type, Offset: it.Offset, Length: len(it.Body)})
 		}
 		return nil
 	}
-	var ev providers.Event
-	var err error
-	if src.EventID != nil {
-		ev, err = providers.EventResolver{ID: src.EventID, Type: src.EventType}.Resolve(pr)
-		if err == nil && src.EventType == nil {
-			if pev, perr := src.Provider.Resolve(pr); perr == nil {
-				ev.Type = pev.Type
-			}
-		}
-	} else {
-		ev, err = src.Provider.Resolve(pr)
-		if err == nil && src.EventType != nil {
-			ev.Type, err = src.EventType(pr)
-		}
+	ev, err := resolveOne(src, pr)
+	if errors.Is(err, providers.ErrNoEventID) {
+		return fmt.Errorf("%w (event id %s)", err, resolverName(src.EventIDName))
 	}
 	if err != nil {
 		return err
 	}
-	if ev.ID == "" {
-		return fmt.Errorf("%w: the event id resolved empty", providers.ErrNoEventID)
-	}
-	if err := checkEvent(ev); err != nil {
+	if err := checkEvent(src, ev, src.EventType != nil); err != nil {
 		return err
 	}
-	d.Events = []DeliveryEvent{{ID: ev.ID, Type: ev.Type, Length: -1}}
+	de := DeliveryEvent{ID: ev.ID, Type: ev.Type, Length: -1}
+	if ck, ok := src.Provider.(providers.ContentKeyer); ok {
+		de.ContentKey = ck.ContentKey(pr)
+	}
+	d.Events = []DeliveryEvent{de}
 	return nil
+}
+
+// resolveOne resolves a single event: the provider's defaults, each
+// overridden by the source's resolver where one is configured.
+func resolveOne(src *Source, pr *providers.Request) (providers.Event, error) {
+	if src.EventID == nil {
+		ev, err := src.Provider.Resolve(pr)
+		if err == nil && src.EventType != nil {
+			ev.Type, err = src.EventType(pr)
+		}
+		return ev, err
+	}
+	id, err := src.EventID(pr)
+	if err != nil {
+		return providers.Event{}, err
+	}
+	ev := providers.Event{ID: id}
+	switch {
+	case src.EventType != nil:
+		ev.Type, err = src.EventType(pr)
+	default:
+		if pev, perr := src.Provider.Resolve(pr); perr == nil {
+			ev.Type = pev.Type
+		}
+	}
+	return ev, err
 }
 
 // MaxEventIDBytes caps an event id. Postgres indexes (source, event_id) and
@@ -468,11 +633,20 @@ func resolve(src *Source, pr *providers.Request, d *Delivery) error {
 // (Stripe ~30 bytes, composite ids ~100).
 const MaxEventIDBytes = 1024
 
-// checkEvent refuses, as a 400 naming the field, an event id or type that
-// Postgres could not store: a NUL byte or invalid UTF-8 (text columns reject
-// both), or an id past MaxEventIDBytes. Caught here, such a delivery never
-// reaches a batch, so it cannot fail its batch-mates' transaction.
-func checkEvent(ev providers.Event) error {
+// checkEvent refuses, as a 400 naming the resolver, an event id that is
+// empty or only whitespace (Unicode spaces included: such a key names
+// nothing a worker could claim), a type that is only whitespace (or empty,
+// when typeRequired: the source configures an event_type resolver), and an
+// id or type Postgres could not store: a NUL byte or invalid UTF-8, or an id
+// past MaxEventIDBytes. Caught here, such a delivery is never stored.
+func checkEvent(src *Source, ev providers.Event, typeRequired bool) error {
+	idName, typeName := resolverName(src.EventIDName), resolverName(src.EventTypeName)
+	if strings.TrimSpace(ev.ID) == "" {
+		return fmt.Errorf("%w: the event id resolved by %s is empty or blank", providers.ErrNoEventID, idName)
+	}
+	if (ev.Type != "" || typeRequired) && strings.TrimSpace(ev.Type) == "" {
+		return fmt.Errorf("%w: the event type resolved by %s is empty or blank", providers.ErrMalformed, typeName)
+	}
 	for _, f := range [...]struct{ name, v string }{{"event id", ev.ID}, {"event type", ev.Type}} {
 		switch {
 		case !utf8.ValidString(f.v):
@@ -485,6 +659,13 @@ func checkEvent(ev providers.Event) error {
 		return fmt.Errorf("%w: the event id is %d bytes long; hookline takes at most %d", providers.ErrMalformed, len(ev.ID), MaxEventIDBytes)
 	}
 	return nil
+}
+
+func resolverName(n string) string {
+	if n == "" {
+		return "the provider's default resolver"
+	}
+	return "resolver " + n
 }
 
 func requestURL(r *http.Request) *url.URL {

@@ -148,29 +148,43 @@ func (w *CleanupWorker) Work(ctx context.Context, _ *river.Job[CleanupArgs]) err
 	if err != nil {
 		return err
 	}
-	var deliveries int64
-	for {
-		tag, err := w.Pool.Exec(ctx, `DELETE FROM hookline_deliveries WHERE id IN (
+	deliveries, err := deleteBatches(ctx, w.Pool, `DELETE FROM hookline_deliveries WHERE id IN (
 			SELECT d.id FROM hookline_deliveries d
 			WHERE d.received_at < now() - $1::bigint * interval '1 microsecond'
 			  AND NOT EXISTS (SELECT 1 FROM hookline_events e WHERE e.delivery_id = d.id AND e.state <> 'completed')
 			LIMIT 1000)`, w.DeliveryRetention.Microseconds())
-		if err != nil {
-			return err
-		}
-		deliveries += tag.RowsAffected()
-		if tag.RowsAffected() < 1000 {
-			break
-		}
+	if err != nil {
+		return err
+	}
+	contentKeys, err := deleteBatches(ctx, w.Pool, `DELETE FROM hookline_content_keys WHERE (source, content_key) IN (
+		SELECT source, content_key FROM hookline_content_keys WHERE expires_at < now() LIMIT 1000)`)
+	if err != nil {
+		return err
 	}
 	requeued, err := w.requeueStranded(ctx, river.ClientFromContext[pgx.Tx](ctx).InsertMany)
 	if err != nil {
 		return err
 	}
-	if claims+deliveries+int64(requeued) > 0 {
-		w.Logger.Info("clean-up", "expired_claims", claims, "pruned_deliveries", deliveries, "requeued_stranded", requeued)
+	if claims+deliveries+contentKeys+int64(requeued) > 0 {
+		w.Logger.Info("clean-up", "expired_claims", claims, "pruned_deliveries", deliveries, "expired_content_keys", contentKeys, "requeued_stranded", requeued)
 	}
 	return nil
+}
+
+// deleteBatches runs a DELETE of at most 1,000 rows until it deletes fewer,
+// and returns how many it deleted.
+func deleteBatches(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) (int64, error) {
+	var n int64
+	for {
+		tag, err := pool.Exec(ctx, sql, args...)
+		if err != nil {
+			return n, err
+		}
+		n += tag.RowsAffected()
+		if tag.RowsAffected() < 1000 {
+			return n, nil
+		}
+	}
 }
 
 // strandedAfter is how long an unfinished event may go without an active job

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookline/hookline/providers/standardwebhooks"
 )
@@ -36,19 +37,31 @@ func NewForwarder() *Forwarder {
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &Forwarder{client: &http.Client{Transport: tr}, now: time.Now}
+	return &Forwarder{client: &http.Client{Transport: tr, CheckRedirect: noRedirects}, now: time.Now}
 }
+
+// noRedirects makes the client hand back a redirect as the answer: an event
+// is delivered where its destination is configured, or not at all (a 3xx is
+// a failed attempt naming Location).
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // DestinationError is a failed attempt: a non-2xx status or a transport error.
 type DestinationError struct {
-	Status  int    // 0 for transport errors and timeouts
-	Excerpt string // the start of the response body
-	Err     error
+	Status int // 0 for transport errors and timeouts
+	// Excerpt is the start of the response body: at most errorExcerpt
+	// bytes, valid UTF-8 (invalid bytes and NUL replaced by U+FFFD).
+	Excerpt string
+	// Location is a redirect's target (3xx), which is not followed.
+	Location string
+	Err      error
 }
 
 func (e *DestinationError) Error() string {
 	if e.Status == 0 {
 		return fmt.Sprintf("destination: %v", e.Err)
+	}
+	if e.Status >= 300 && e.Status < 400 {
+		return fmt.Sprintf("destination answered %d, a redirect to %q; redirects are not followed: configure the final URL", e.Status, e.Location)
 	}
 	if e.Excerpt == "" {
 		return fmt.Sprintf("destination answered %d", e.Status)
@@ -101,5 +114,23 @@ func (f *Forwarder) Forward(ctx context.Context, d *Destination, ev *Event) erro
 	}
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, errorExcerpt))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
-	return &DestinationError{Status: resp.StatusCode, Excerpt: string(excerpt)}
+	return &DestinationError{Status: resp.StatusCode, Excerpt: cleanExcerpt(excerpt), Location: CleanText(resp.Header.Get("Location"), errorExcerpt)}
+}
+
+// cleanExcerpt is the start of an error answer as the event's last error
+// keeps it: a multibyte character cut at the end is dropped, invalid bytes
+// and NUL are replaced, and the result is at most errorExcerpt bytes.
+func cleanExcerpt(b []byte) string {
+	if len(b) >= errorExcerpt {
+		// The read stopped at the limit: drop a rune it cut in two.
+		for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(b[i]) {
+				if !utf8.FullRune(b[i:]) {
+					b = b[:i]
+				}
+				break
+			}
+		}
+	}
+	return CleanText(string(b), errorExcerpt)
 }

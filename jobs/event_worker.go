@@ -35,13 +35,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/hookline/hookline/idem"
+	"github.com/hookline/hookline/internal/dberr"
 	"github.com/hookline/hookline/internal/metrics"
 )
 
@@ -184,14 +187,27 @@ func holder(job *river.Job[EventArgs]) string {
 	return "job:" + strconv.FormatInt(job.ID, 10) + ":attempt:" + strconv.Itoa(job.Attempt)
 }
 
-// Work implements river.Worker.
+// unknownSourceGrace is how long a job whose source this worker does not
+// know is left for a worker that does (a rolling deploy that adds a source)
+// before its event goes to the dead set.
+const unknownSourceGrace = time.Minute
+
+// completeTimeout bounds recording a completion after the destination
+// answered 2xx; it runs even when the job's context is done.
+const completeTimeout = 15 * time.Second
+
+// Work implements river.Worker. Every way out ends the event completed, in
+// the dead set, or retried with backoff; nothing waits without bound: a
+// snooze happens only while the key is held by a live lease, while the
+// database is unreachable, or during unknownSourceGrace.
 func (w *EventWorker) Work(ctx context.Context, job *river.Job[EventArgs]) error {
 	src := w.sources[job.Args.Source]
 	if src == nil {
-		// Not cancelled: during a rolling deploy that adds a source, a worker
-		// with the old configuration must leave the event to one that has it.
-		w.log.Warn("source not configured on this worker; snoozing", "source", job.Args.Source, "event_id", job.Args.EventID)
-		return river.JobSnooze(30 * time.Second)
+		if time.Since(job.CreatedAt) < unknownSourceGrace {
+			w.log.Warn("source not configured on this worker; snoozing", "source", job.Args.Source, "event_id", job.Args.EventID)
+			return river.JobSnooze(10 * time.Second)
+		}
+		return w.deadUnclaimed(ctx, job, fmt.Errorf("source %q is not configured on this worker (removed from the configuration?); add it back and retry the dead item", job.Args.Source))
 	}
 	opts := idem.Options{
 		Namespace:               Namespace,
@@ -210,11 +226,13 @@ func (w *EventWorker) Work(ctx context.Context, job *river.Job[EventArgs]) error
 	case errors.As(err, &dup):
 		return w.duplicate(ctx, job, src, dup)
 	case errors.Is(err, errNoEvent):
-		return river.JobCancel(err)
+		return w.noEvent(ctx, job)
+	case err != nil && permanent(err):
+		return w.deadUnclaimed(ctx, job, fmt.Errorf("could not claim the event: %w", err))
 	case err != nil:
-		// Nothing was claimed and no attempt counted (the transaction rolled
-		// back): most likely the database is unreachable. Snooze, which
-		// costs no River attempt, instead of burning the job's budget.
+		// Nothing was claimed and no attempt counted: the database is
+		// unreachable or busy. Snooze, which costs no River attempt,
+		// instead of burning the job's budget.
 		wait := Backoff(time.Second, 10*time.Second, 2)
 		w.log.Warn("could not claim; snoozing", "source", src.Name, "event_id", job.Args.EventID, "error", err.Error(), "snooze", wait.Round(time.Millisecond))
 		return river.JobSnooze(wait)
@@ -222,53 +240,99 @@ func (w *EventWorker) Work(ctx context.Context, job *river.Job[EventArgs]) error
 	claimedAt := time.Now()
 	w.log.Debug("claimed", "source", src.Name, "event_id", ev.ID, "attempt", ev.Attempt, "holder", opts.Holder)
 
-	if ev.budgetAttempt > src.MaxAttempts {
-		// The budget was used up by an attempt whose failure could not be
-		// recorded (the database went away): dead-set it now, without
-		// calling the destination again.
-		return w.fail(ctx, src, claim, job, ev, fmt.Errorf("attempts ran out (%d); the last error could not be recorded", src.MaxAttempts))
-	}
-
-	// 2. Keep the lease alive while the work runs.
+	// 2. Keep the lease alive while the work runs. 3 and 4.
 	workCtx, stop := claim.KeepAlive(ctx)
-
-	// 3 and 4.
 	var workErr error
 	if src.Handler != nil {
 		workErr = w.handle(workCtx, src, claim, job, ev)
 	} else {
-		start := time.Now()
-		workErr = w.fwd.Forward(workCtx, src.Destination, ev)
-		w.m.DestSeconds.WithLabelValues(src.Name).Observe(time.Since(start).Seconds())
-		if workErr == nil {
-			w.m.Deliveries.WithLabelValues(src.Name, "success").Inc()
-			workErr = w.complete(ctx, w.pool, src, claim, job)
-		}
+		workErr = w.forward(ctx, workCtx, src, claim, job, ev)
 	}
 	leaseErr := stop()
 	w.m.ClaimHold.WithLabelValues(src.Name).Observe(time.Since(claimedAt).Seconds())
-	if workErr == nil {
+	var delivered *deliveredError
+	switch {
+	case workErr == nil:
 		return nil
-	}
-	if errors.Is(workErr, idem.ErrLeaseLost) || errors.Is(leaseErr, idem.ErrLeaseLost) {
+	case errors.Is(workErr, idem.ErrLeaseLost) || errors.Is(leaseErr, idem.ErrLeaseLost):
 		// Another attempt took the key over after our lease expired: it owns
 		// the outcome now. Our effects (transactional mode) were rolled back.
 		w.log.Warn("lease lost; the new holder finishes the event", "source", src.Name, "event_id", ev.ID, "holder", opts.Holder)
 		return nil
+	case errors.As(workErr, &delivered):
+		// The destination has the event; only our record of it failed. A 2xx
+		// is final: never the dead set. River retries the job with backoff;
+		// the next attempt forwards again (at-least-once) and completes.
+		w.log.Warn("delivered, but the completion could not be recorded; the event will be forwarded again", "source", src.Name, "event_id", ev.ID, "error", delivered.err.Error())
+		_ = claim.Release(context.WithoutCancel(ctx), nil)
+		return workErr
 	}
 	return w.fail(ctx, src, claim, job, ev, workErr)
+}
+
+// deliveredError is a completion that could not be recorded after the
+// destination answered 2xx.
+type deliveredError struct{ err error }
+
+func (e *deliveredError) Error() string {
+	return "delivered, but recording the completion failed: " + e.err.Error()
+}
+func (e *deliveredError) Unwrap() error { return e.err }
+
+// forward posts the event to the source's destination and, on a 2xx,
+// records the completion on a context of its own: a 2xx is final, so its
+// record must not be lost to the job's cancellation or timeout.
+func (w *EventWorker) forward(jobCtx, workCtx context.Context, src *Source, claim *idem.Claim, job *river.Job[EventArgs], ev *Event) error {
+	start := time.Now()
+	err := w.fwd.Forward(workCtx, src.Destination, ev)
+	w.m.DestSeconds.WithLabelValues(src.Name).Observe(time.Since(start).Seconds())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(jobCtx), completeTimeout)
+	defer cancel()
+	if err := w.complete(ctx, w.pool, src, claim, job); err != nil {
+		if errors.Is(err, idem.ErrLeaseLost) {
+			return err
+		}
+		return &deliveredError{err}
+	}
+	w.m.Deliveries.WithLabelValues(src.Name, "success").Inc()
+	return nil
+}
+
+// claimError marks an error that trying again cannot fix: the claim's key
+// or options are refused (a blank event id stored by an older release).
+type claimError struct{ err error }
+
+func (e *claimError) Error() string { return e.err.Error() }
+func (e *claimError) Unwrap() error { return e.err }
+
+// permanent reports whether a claim failed for a reason that will recur on
+// every try: a key idem refuses, or a statement Postgres refuses for the
+// data's sake. Losing the connection, a timeout or a deadlock are not.
+func permanent(err error) bool {
+	var ce *claimError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && !dberr.Unavailable(err)
 }
 
 // handle runs a Go handler in transactional mode: its writes, the claim's
 // completed mark and the River job's completion commit together.
 func (w *EventWorker) handle(ctx context.Context, src *Source, claim *idem.Claim, job *river.Job[EventArgs], ev *Event) error {
-	return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		if err := src.Handler.Handle(ctx, tx, ev); err != nil {
 			return err
 		}
-		w.m.Deliveries.WithLabelValues(src.Name, "success").Inc()
 		return w.complete(ctx, tx, src, claim, job)
 	})
+	if err == nil {
+		w.m.Deliveries.WithLabelValues(src.Name, "success").Inc()
+	}
+	return err
 }
 
 // complete marks claim, event and River job completed, and takes the event
@@ -343,12 +407,39 @@ func completeSQL(claimSQL string, n int) string {
 }
 
 // fail releases the claim and records the error; after the budget's last
-// attempt the event goes to the dead set (reason failed).
+// attempt the event goes to the dead set (reason failed). The next attempt
+// follows the backoff (River's NextRetry), not the lease: the release is
+// recorded with the error, and should the error text itself be refused, it
+// is recorded again as a plain notice.
 func (w *EventWorker) fail(ctx context.Context, src *Source, claim *idem.Claim, job *river.Job[EventArgs], ev *Event, workErr error) error {
 	ctx = context.WithoutCancel(ctx) // record the outcome even during shutdown
 	final := ev.budgetAttempt >= src.MaxAttempts
-	msg := truncate(workErr.Error(), 1000)
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+	msg := CleanText(workErr.Error(), maxErrorBytes)
+	err := w.recordFailure(ctx, src, claim, job, ev, msg, final)
+	if err != nil && !errors.Is(err, idem.ErrLeaseLost) && !dberr.Unavailable(err) {
+		w.log.Warn("could not record the attempt's error; recording a notice instead", "source", src.Name, "event_id", ev.ID, "error", err.Error())
+		err = w.recordFailure(ctx, src, claim, job, ev, "the attempt failed; its error could not be recorded (see the worker's log)", final)
+	}
+	if errors.Is(err, idem.ErrLeaseLost) {
+		return nil // someone else holds the key now
+	}
+	if err != nil {
+		return fmt.Errorf("record failure (%s): %w", msg, err)
+	}
+	if final {
+		w.m.Deliveries.WithLabelValues(src.Name, "dead").Inc()
+		w.log.Warn("event dead: attempts ran out", "source", src.Name, "event_id", ev.ID, "attempts", ev.Attempt, "error", msg)
+		return nil
+	}
+	w.m.Deliveries.WithLabelValues(src.Name, "failure").Inc()
+	w.log.Info("attempt failed; will retry", "source", src.Name, "event_id", ev.ID, "attempt", ev.Attempt, "error", msg)
+	return workErr
+}
+
+// recordFailure releases the claim and records msg, in one transaction;
+// final moves the event to the dead set and finishes its River job.
+func (w *EventWorker) recordFailure(ctx context.Context, src *Source, claim *idem.Claim, job *river.Job[EventArgs], ev *Event, msg string, final bool) error {
+	return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		if err := claim.Release(ctx, tx); err != nil {
 			return err
 		}
@@ -366,26 +457,65 @@ func (w *EventWorker) fail(ctx context.Context, src *Source, claim *idem.Claim, 
 		}
 		// Finish the River job in the same transaction: the moment the event
 		// is dead, its job no longer counts as active, so a provider's
-		// re-delivery is accepted as a new job (CONTRACT.md §6) instead of
-		// racing River's asynchronous completion. The event's outcome lives in
+		// re-delivery is accepted as a new job instead of racing River's
+		// asynchronous completion. The event's outcome lives in
 		// hookline_events and the dead set; River records the job completed.
 		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	})
-	if errors.Is(err, idem.ErrLeaseLost) {
-		return nil // someone else holds the key now
-	}
+}
+
+// deadUnclaimed moves the job's event to the dead set (reason failed) with
+// cause, without a claim: the claim cannot be taken for a reason that will
+// not go away, or the source is gone from the configuration. The dead item
+// copies the stored payload (empty if it was pruned). An event that is not
+// waiting (already completed or dead) is left as it is. The River job is
+// finished either way.
+func (w *EventWorker) deadUnclaimed(ctx context.Context, job *river.Job[EventArgs], cause error) error {
+	ctx = context.WithoutCancel(ctx)
+	msg := CleanText(cause.Error(), maxErrorBytes)
+	var n int64
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `WITH e AS (
+				UPDATE hookline_events SET state = 'dead', last_error = $3
+				WHERE source = $1 AND event_id = $2 AND state IN ('queued', 'processing')
+				RETURNING source, event_id, event_type, attempts, delivery_id, item_offset, item_length)
+			INSERT INTO hookline_dead (source, event_id, event_type, reason, attempts, last_error, delivery_id, content_type, headers, payload)
+			SELECT e.source, e.event_id, e.event_type, 'failed', e.attempts, $3, e.delivery_id,
+				COALESCE(d.content_type, ''), COALESCE(d.headers, '{}'),
+				COALESCE(CASE WHEN e.item_offset IS NULL THEN d.body ELSE substring(d.body FROM e.item_offset + 1 FOR e.item_length) END, '')
+			FROM e LEFT JOIN hookline_deliveries d ON d.id = e.delivery_id`,
+			job.Args.Source, job.Args.EventID, msg)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("record failure (%v): %w", workErr, err)
+		return fmt.Errorf("move event to the dead set (%s): %w", msg, err)
 	}
-	if final {
-		w.m.Deliveries.WithLabelValues(src.Name, "dead").Inc()
-		w.log.Warn("event dead: attempts ran out", "source", src.Name, "event_id", ev.ID, "attempts", ev.Attempt, "error", msg)
-		return nil
+	if n > 0 {
+		w.m.Deliveries.WithLabelValues(job.Args.Source, "dead").Inc()
+		w.log.Error("event dead: it cannot be processed", "source", job.Args.Source, "event_id", job.Args.EventID, "error", msg)
 	}
-	w.m.Deliveries.WithLabelValues(src.Name, "failure").Inc()
-	w.log.Info("attempt failed; will retry", "source", src.Name, "event_id", ev.ID, "attempt", ev.Attempt, "error", msg)
-	return workErr
+	return nil
+}
+
+// noEvent handles a job whose event has no row, or no stored payload. With
+// no row there is nothing to do (the job is cancelled). A waiting event
+// whose delivery is gone cannot be forwarded: dead set.
+func (w *EventWorker) noEvent(ctx context.Context, job *river.Job[EventArgs]) error {
+	var exists bool
+	if err := w.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM hookline_events WHERE source = $1 AND event_id = $2)`,
+		job.Args.Source, job.Args.EventID).Scan(&exists); err != nil {
+		return fmt.Errorf("look up event: %w", err)
+	}
+	if !exists {
+		return river.JobCancel(errNoEvent)
+	}
+	return w.deadUnclaimed(ctx, job, errors.New("the event's stored delivery is missing; nothing to forward"))
 }
 
 // duplicate handles a job whose key is held: completed → skip or dead set
@@ -409,10 +539,16 @@ func (w *EventWorker) duplicate(ctx context.Context, job *river.Job[EventArgs], 
 		w.log.Info("event already completed; skipped", "source", src.Name, "event_id", job.Args.EventID)
 		return nil
 	}
+	// The stored delivery may have been pruned (retention) while the event
+	// is within its dedup window: the item is written all the same, with an
+	// empty payload.
 	_, err := w.pool.Exec(ctx, `INSERT INTO hookline_dead (source, event_id, event_type, reason, attempts, last_error, delivery_id, content_type, headers, payload)
-		SELECT e.source, e.event_id, e.event_type, 'duplicate', e.attempts, 'event already completed (on_duplicate: reject)', e.delivery_id, d.content_type, d.headers,
-			CASE WHEN e.item_offset IS NULL THEN d.body ELSE substring(d.body FROM e.item_offset + 1 FOR e.item_length) END
-		FROM hookline_events e JOIN hookline_deliveries d ON d.id = e.delivery_id
+		SELECT e.source, e.event_id, e.event_type, 'duplicate', e.attempts,
+			CASE WHEN d.id IS NULL THEN 'event already completed (on_duplicate: reject); its payload was pruned by retention'
+				ELSE 'event already completed (on_duplicate: reject)' END,
+			e.delivery_id, COALESCE(d.content_type, ''), COALESCE(d.headers, '{}'),
+			COALESCE(CASE WHEN e.item_offset IS NULL THEN d.body ELSE substring(d.body FROM e.item_offset + 1 FOR e.item_length) END, '')
+		FROM hookline_events e LEFT JOIN hookline_deliveries d ON d.id = e.delivery_id
 		WHERE e.source = $1 AND e.event_id = $2`, src.Name, job.Args.EventID)
 	return err
 }
@@ -428,7 +564,7 @@ var errNoEvent = errors.New("event not found in hookline_events (was it pruned?)
 func (w *EventWorker) claimAndStart(ctx context.Context, src *Source, job *river.Job[EventArgs], opts idem.Options) (*idem.Claim, *Event, error) {
 	st, err := w.claims.ClaimStatement(opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &claimError{err}
 	}
 	sql := w.claimSQL.get(func() string { return claimStartSQL(st.SQL, len(st.Args)) })
 	args := append(st.Args, src.Name, job.Args.EventID, job.ID)
@@ -452,11 +588,11 @@ func (w *EventWorker) claimAndStart(ctx context.Context, src *Source, job *river
 	}
 	claim, err := w.claims.ClaimFromRow(opts, token, expiresAt)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &claimError{err}
 	}
 	if attempts == nil {
 		// Claimed, but there is no event (or no delivery) to work on: give
-		// the key back, as the rolled-back transaction of old did.
+		// the key back.
 		_ = claim.Release(context.WithoutCancel(ctx), nil)
 		return nil, nil, errNoEvent
 	}
@@ -555,9 +691,26 @@ func headersJSON(ev *Event) []byte {
 	return b
 }
 
-func truncate(s string, n int) string {
+// maxErrorBytes bounds an event's recorded last error.
+const maxErrorBytes = 1000
+
+// CleanText returns s as Postgres text and a reader can take it: invalid
+// UTF-8 and NUL bytes become U+FFFD, and at most n bytes are kept, cut at a
+// rune boundary ("…" marks the cut, within n).
+func CleanText(s string, n int) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	const ellipsis = "…"
+	cut := max(n-len(ellipsis), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
 }

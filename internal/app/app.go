@@ -131,6 +131,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			onDup = ingest.OnDuplicateReject
 		}
 		inSources = append(inSources, &ingest.Source{Name: s.Name, Provider: s.Adapter(), EventID: id, EventType: typ,
+			EventIDName: s.EventID, EventTypeName: s.EventType, DedupWindow: s.DedupWindow.D(),
 			OnDuplicate: onDup, MaxAttempts: s.Destination.MaxAttempts, MaxConcurrency: s.MaxConcurrency})
 		js := &jobs.Source{Name: s.Name, Reject: onDup == ingest.OnDuplicateReject, Lease: s.Lease.D(), DedupWindow: s.DedupWindow.D(),
 			MaxAttempts: s.Destination.MaxAttempts, BackoffMin: s.Destination.Backoff.Min.D(), BackoffMax: s.Destination.Backoff.Max.D(),
@@ -148,6 +149,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		jobSources = append(jobSources, js)
 	}
 
+	metricsOnAdmin := cfg.MetricsOnAdmin && cfg.AdminListen != ""
 	a.River, err = jobs.NewClient(jobs.ClientConfig{
 		Pool: pool, Sources: jobSources, Workers: cfg.Workers, InsertOnly: opts.Role == RoleIngest,
 		DeliveryRetention: cfg.Retention.Deliveries.D(), CleanupInterval: opts.CleanupInterval,
@@ -161,8 +163,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Pool: pool, River: a.River, Sources: inSources, MaxBodyBytes: cfg.MaxBodyBytes,
 		Batch: cfg.BatchEnabled(), BatchSize: cfg.Ingest.BatchSize, BatchWait: cfg.Ingest.BatchWait.D(),
 		QueueTimeout: cfg.Ingest.QueueTimeout.D(), MaxPendingBytes: cfg.Ingest.MaxPendingBytes,
-		IngestRoutes: opts.Role != RoleWorker,
-		Metrics:      a.Metrics, Logger: opts.Logger, Ready: a.ready,
+		BodyTimeout:  cfg.Ingest.BodyTimeout.D(),
+		IngestRoutes: opts.Role != RoleWorker, NoMetricsRoute: metricsOnAdmin,
+		Metrics: a.Metrics, Logger: opts.Logger, Ready: a.ready,
 	})
 	if err != nil {
 		pool.Close()
@@ -171,7 +174,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if opts.Mount != nil {
 		opts.Mount(a.Ingest)
 	}
-	a.Metrics.Registry.MustRegister(jobs.NewDeadItemsCollector(pool, opts.Logger), jobs.NewQueueCollector(pool, opts.Logger))
+	// The collectors that query the database run one set at a time and are
+	// reused for a few seconds: /metrics is unauthenticated.
+	a.Metrics.Registry.MustRegister(metrics.NewCached(metrics.DatabaseTTL,
+		jobs.NewDeadItemsCollector(pool, opts.Logger), jobs.NewQueueCollector(pool, opts.Logger)))
 
 	// The admin API: on the ingest listener, or on admin_listen so it need
 	// not face the internet.
@@ -180,6 +186,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		a.admin = echo.New()
 		a.admin.HideBanner, a.admin.HidePort = true, true
 		adminRouter = a.admin
+		if metricsOnAdmin {
+			a.admin.GET("/metrics", a.Ingest.MetricsHandler())
+		}
 	}
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	a.stopUI = stopUI
@@ -285,6 +294,9 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 		// would cancel running jobs. Shutdown stops River explicitly instead
 		// (soft stop first, so running jobs finish).
 		if err := a.River.Start(context.WithoutCancel(ctx)); err != nil {
+			for _, nl := range nls {
+				nl.Close()
+			}
 			return fmt.Errorf("start workers: %w", err)
 		}
 	}

@@ -1,0 +1,127 @@
+package jobs_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookline/hookline/jobs"
+)
+
+// A duplicate job of an on_duplicate: reject source still lands in the dead
+// set when retention has pruned the event's stored delivery (the event is
+// completed, within its dedup window): with an empty payload and a last
+// error that says why.
+func TestRejectedDuplicateAfterRetention(t *testing.T) {
+	t.Parallel()
+	dest := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(dest.Close)
+	b := start(t, &jobs.Source{Destination: &jobs.Destination{URL: dest.URL}, Reject: true}, true)
+	require.Equal(t, "accepted", b.send(t, "evt_pruned"))
+	b.waitState(t, "evt_pruned", "completed")
+	ctx := context.Background()
+	_, err := b.pool.Exec(ctx, `DELETE FROM hookline_deliveries`) // as retention does for completed events
+	require.NoError(t, err)
+	_, err = b.client.Insert(ctx, jobs.EventArgs{Source: "s", EventID: "evt_pruned"}, nil)
+	require.NoError(t, err)
+	var lastErr string
+	var payload []byte
+	require.Eventually(t, func() bool {
+		return b.pool.QueryRow(ctx, `SELECT last_error, payload FROM hookline_dead WHERE event_id = 'evt_pruned' AND reason = 'duplicate'`).
+			Scan(&lastErr, &payload) == nil
+	}, 30*time.Second, 20*time.Millisecond, "the duplicate is in the dead set")
+	require.Empty(t, payload)
+	require.Contains(t, lastErr, "pruned")
+}
+
+// CleanText makes any string storable as Postgres text and bounded.
+func TestCleanText(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"plain", 100, "plain"},
+		{"a\x00b", 100, "a\uFFFDb"},
+		{"a\xffb", 100, "a\uFFFDb"},
+		{strings.Repeat("é", 10), 7, "éé\u2026"}, // 4+3 bytes fit
+		{strings.Repeat("é", 10), 6, "é\u2026"},  // never half an é
+		{strings.Repeat("a", 10), 10, strings.Repeat("a", 10)},
+		{strings.Repeat("a", 11), 10, strings.Repeat("a", 7) + "\u2026"},
+	} {
+		got := jobs.CleanText(tc.in, tc.n)
+		require.Equal(t, tc.want, got, "%q", tc.in)
+	}
+}
+
+func FuzzCleanText(f *testing.F) {
+	for _, s := range []string{"", "a\x00b", "\xff\xfe", strings.Repeat("é", 300), "日本語\xe6\x97"} {
+		f.Add(s, 512)
+	}
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		n = max(n%2048, 0)
+		got := jobs.CleanText(s, n)
+		if !utf8.ValidString(got) || strings.IndexByte(got, 0) >= 0 {
+			t.Fatalf("CleanText(%q, %d) = %q: not storable text", s, n, got)
+		}
+		if len(got) > max(n, len("…")) {
+			t.Fatalf("CleanText(%q, %d) is %d bytes", s, n, len(got))
+		}
+		if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 && len(s) <= n && got != s {
+			t.Fatalf("CleanText changed clean text %q to %q", s, got)
+		}
+	})
+}
+
+// The forwarder does not follow redirects: a 3xx is a failed attempt that
+// names Location, and the error answer kept is valid UTF-8, at most 512
+// bytes of the destination's answer.
+func TestForwarderRedirectsAndExcerpts(t *testing.T) {
+	t.Parallel()
+	var targetHits int
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { targetHits++ }))
+	t.Cleanup(target.Close)
+	answer := func(code int, body string) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if code >= 300 && code < 400 {
+				http.Redirect(w, r, target.URL+"/x", code)
+				return
+			}
+			w.WriteHeader(code)
+			_, _ = w.Write([]byte(body))
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	fwd := jobs.NewForwarder()
+	ev := &jobs.Event{Source: "s", ID: "e", Body: []byte("{}"), Attempt: 1}
+	for _, code := range []int{301, 302, 303, 307, 308} {
+		err := fwd.Forward(context.Background(), &jobs.Destination{URL: answer(code, "").URL}, ev)
+		var de *jobs.DestinationError
+		require.ErrorAs(t, err, &de, "a %d is a failed attempt", code)
+		require.Equal(t, code, de.Status)
+		require.Contains(t, err.Error(), target.URL+"/x")
+	}
+	require.Zero(t, targetHits, "no redirect was followed")
+
+	cut := "a" + strings.Repeat("é", 300) // byte 512 splits an é
+	for _, body := range []string{"bad \xff utf-8", "nul \x00 byte", cut} {
+		err := fwd.Forward(context.Background(), &jobs.Destination{URL: answer(500, body).URL}, ev)
+		var de *jobs.DestinationError
+		require.ErrorAs(t, err, &de)
+		require.True(t, utf8.ValidString(de.Excerpt), "%q", de.Excerpt)
+		require.NotContains(t, de.Excerpt, "\x00")
+		require.LessOrEqual(t, len(de.Excerpt), 512)
+	}
+	err := fwd.Forward(context.Background(), &jobs.Destination{URL: answer(500, cut).URL}, ev)
+	var de *jobs.DestinationError
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, cut[:511], de.Excerpt, "the cut character is dropped, the rest kept")
+}
