@@ -30,11 +30,8 @@ var ErrBusy = errors.New("ingest is saturated")
 // commits at once, so a lone request never waits.
 //
 // maxBatch is therefore also what sets the overlap: a full batch does not
-// wait for the one in flight. On two cores, with 64 senders, maxBatch 32
-// gives two overlapping commits of ~32 (one Postgres backend busy per core,
-// while the next batch's parameters are being encoded) and 9-10 k
-// webhooks/s; maxBatch 64 gives one commit of ~32 at a time and ~8 k/s
-// (README, Performance).
+// wait for the one in flight, so a smaller maxBatch gives more, smaller
+// commits in flight at once (docs/performance.md measures the trade).
 //
 // If a batch fails for reasons of the data (a constraint, an oversized row),
 // each of its deliveries is retried on its own so one bad delivery never

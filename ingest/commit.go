@@ -2,13 +2,13 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -161,96 +161,6 @@ func (s *store) notifyDue(now time.Time) bool {
 	return now.UnixNano()-last >= int64(notifyEvery) && s.lastNotify.CompareAndSwap(last, now.UnixNano())
 }
 
-// storeSQL writes a batch in one statement (one round trip): it draws the
-// delivery ids from the sequence, inserts the deliveries, and upserts one
-// event row per distinct key, pointing at its delivery by ordinal ($10). The
-// first row answers the delivery ids in order; the others the events.
-//
-// The bodies travel as one bytea ($14, last) cut by offset and length ($5, $6):
-// encoding a bytea[] of n bodies costs the client several copies of them
-// (the array is built in a growing buffer), which showed up as the largest
-// allocation of the ingest path.
-//
-// An event is re-queued (a provider retry) when it is dead, or completed and
-// past its dedup window; otherwise an existing event is a duplicate
-// candidate, confirmed by River's unique insert (commitTx, step 2). Event
-// rows are written in the order given (sorted by key in Go), so that
-// concurrent batches lock rows in the same order and never deadlock.
-const storeSQL = storeCTEs + `
-SELECT ids, NULL, NULL, NULL, NULL, NULL, NULL::bool FROM ids
-UNION ALL
-SELECT NULL, source, event_id, state, fresh, first_received_at, NULL FROM ev`
-
-// storeJobsSQL is storeSQL that also inserts the events' River jobs, the
-// group committer's statement: the whole transaction is one round trip.
-// Each first occurrence of a key ($7, $8) gets its job row ($17 args, $18
-// max_attempts, $19 unique key: jobs.NewEventJob), unless its event is
-// completed within its dedup window; River's own insert statement
-// (JobInsertFastMany) decides the rest: on a job already waiting or running
-// for the event (River's unique index, until executed) nothing is inserted,
-// and the event is a duplicate. The job rows answer (source, event_id,
-// skipped as duplicate). $20–$23 are the jobs' priority, queue, unique
-// states and kind.
-const storeJobsSQL = storeCTEs + `, job AS (
-	INSERT INTO river_job (args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
-	SELECT j.args, now(), $23, j.max_attempts, '{}', $20, $21, now(), 'available', '{}', j.unique_key, $22::int::bit(8)
-	FROM unnest($7::text[], $8::text[], $17::jsonb[], $18::int2[], $19::bytea[]) WITH ORDINALITY
-		AS j(source, event_id, args, max_attempts, unique_key, ord)
-		JOIN ev ON ev.source = j.source AND ev.event_id = j.event_id
-	WHERE ev.fresh OR ev.state <> 'completed'
-	ORDER BY j.ord
-	ON CONFLICT (unique_key)
-		WHERE unique_key IS NOT NULL AND unique_states IS NOT NULL AND river_job_state_in_bitmask(unique_states, state)
-		DO UPDATE SET kind = river_job.kind
-	RETURNING args->>'source' AS source, args->>'event_id' AS event_id, xmax <> 0 AS skipped
-)
-SELECT ids, NULL, NULL, NULL, NULL, NULL, NULL::bool FROM ids
-UNION ALL
-SELECT NULL, source, event_id, state, fresh, first_received_at, NULL FROM ev
-UNION ALL
-SELECT NULL, source, event_id, NULL, NULL, NULL, skipped FROM job`
-
-// storeCTEs are the statements storeSQL and storeJobsSQL share.
-const storeCTEs = `
-WITH d AS MATERIALIZED (
-	SELECT nextval('hookline_deliveries_id_seq') AS id, u.*
-	FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::jsonb[], $5::int[], $6::int[]) WITH ORDINALITY
-		AS u(source, received_at, content_type, headers, body_at, body_len, ord)
-), ins AS (
-	INSERT INTO hookline_deliveries (id, source, received_at, content_type, headers, body)
-	SELECT id, source, received_at, content_type, headers, substring($14::bytea FROM body_at FOR body_len) FROM d
-), ids AS (
-	SELECT array_agg(id ORDER BY ord) AS ids FROM d
-), ck AS (
-	INSERT INTO hookline_content_keys AS k (source, content_key, event_id, expires_at)
-	SELECT c.source, c.content_key, c.event_id, now() + c.window_us * interval '1 microsecond'
-	FROM unnest($7::text[], $8::text[], $15::bytea[], $16::bigint[]) AS c(source, event_id, content_key, window_us)
-	WHERE c.content_key IS NOT NULL
-	ORDER BY c.source, c.content_key
-	ON CONFLICT (source, content_key) DO UPDATE SET
-		event_id   = CASE WHEN k.expires_at <= now() THEN excluded.event_id ELSE k.event_id END,
-		expires_at = CASE WHEN k.expires_at <= now() THEN excluded.expires_at ELSE k.expires_at END
-	RETURNING k.source, k.content_key, k.event_id
-), ev AS (
-	INSERT INTO hookline_events AS e (source, event_id, event_type, delivery_id, item_offset, item_length, deliveries)
-	SELECT x.source, x.event_id, x.event_type, ids.ids[x.dord], x.item_offset, x.item_length, x.deliveries
-	FROM unnest($7::text[], $8::text[], $9::text[], $10::int[], $11::int[], $12::int[], $13::int[], $15::bytea[]) WITH ORDINALITY
-		AS x(source, event_id, event_type, dord, item_offset, item_length, deliveries, content_key, ord)
-		CROSS JOIN ids
-	WHERE NOT EXISTS (SELECT 1 FROM ck WHERE ck.source = x.source AND ck.content_key = x.content_key AND ck.event_id <> x.event_id)
-	ORDER BY x.ord
-	ON CONFLICT (source, event_id) DO UPDATE SET
-		deliveries  = e.deliveries + excluded.deliveries,
-		received_at = now(),
-		state       = CASE WHEN e.state = 'dead' OR (e.state = 'completed' AND e.dedup_until <= now()) THEN 'queued' ELSE e.state END,
-		delivery_id = CASE WHEN e.state = 'dead' OR (e.state = 'completed' AND e.dedup_until <= now()) THEN excluded.delivery_id ELSE e.delivery_id END,
-		item_offset = CASE WHEN e.state = 'dead' OR (e.state = 'completed' AND e.dedup_until <= now()) THEN excluded.item_offset ELSE e.item_offset END,
-		item_length = CASE WHEN e.state = 'dead' OR (e.state = 'completed' AND e.dedup_until <= now()) THEN excluded.item_length ELSE e.item_length END,
-		event_type  = CASE WHEN e.state = 'dead' OR (e.state = 'completed' AND e.dedup_until <= now()) THEN excluded.event_type ELSE e.event_type END,
-		queued_at   = CASE WHEN e.state = 'dead' OR (e.state = 'completed' AND e.dedup_until <= now()) THEN now() ELSE e.queued_at END
-	RETURNING e.source, e.event_id, e.state, (e.xmax = 0) OR e.queued_at = now() AS fresh, e.first_received_at
-)`
-
 // commitTx runs the statements of commit; first runs the first one and
 // returns the transaction the others run in (pgx's, or beginPipelined's).
 //
@@ -326,7 +236,8 @@ func layoutBatch(ds []*Delivery, bodyBuf, hdrBuf *[]byte) *batch {
 	hAt := make([]int, n+1)
 	for i, d := range ds {
 		b.src[i], b.recv[i], b.cts[i] = d.Source.Name, d.ReceivedAt, d.ContentType
-		hjson = appendHeadersJSON(hjson, d.Headers)
+		h, _ := json.Marshal(d.Headers) //nolint:errchkjson // strings always encode
+		hjson = append(hjson, h...)
 		hAt[i+1] = len(hjson)
 		b.bodyAt[i], b.bodyLen[i] = int32(len(bodies)+1), int32(len(d.Body)) // substring counts from 1
 		bodies = append(bodies, d.Body...)
@@ -401,7 +312,7 @@ func (b *batch) storeArgs(direct bool) ([]any, error) {
 		}
 		jArgs[i], jKeys[i], jMax[i] = j.Args, j.UniqueKey, j.MaxAttempts
 	}
-	return append(args, jArgs, jMax, jKeys, jobs.EventJobPriority, jobs.Queue, int32(jobs.EventUniqueStates), jobs.EventArgs{}.Kind()), nil
+	return append(append(args, jArgs, jMax, jKeys), jobs.EventJobParams()...), nil
 }
 
 // scanStore reads the store statement's answer: the delivery ids, each
@@ -538,10 +449,7 @@ func deadDuplicates(ctx context.Context, tx pgx.Tx, b *batch, dead []*eventRow) 
 			dPayload[i] = r.d.Body[r.ev.Offset : r.ev.Offset+r.ev.Length]
 		}
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO hookline_dead (source, event_id, event_type, reason, last_error, delivery_id, content_type, headers, payload)
-		SELECT s, i, t, 'duplicate', 'duplicate delivery rejected (on_duplicate: reject)', d, c, h, p
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::jsonb[], $7::bytea[]) AS u(s, i, t, d, c, h, p)`,
-		dSrc, dID, dType, dDeliv, dCT, dHdr, dPayload); err != nil {
+	if _, err := tx.Exec(ctx, deadDuplicatesSQL, dSrc, dID, dType, dDeliv, dCT, dHdr, dPayload); err != nil {
 		return fmt.Errorf("dead-set duplicates: %w", err)
 	}
 	return nil
@@ -570,82 +478,4 @@ func putBuf(b *[]byte) {
 		*b = (*b)[:0]
 		bufPool.Put(b)
 	}
-}
-
-// appendHeadersJSON appends h as a JSON object (keys sorted, each value an
-// array of strings), as encoding/json would write it minus HTML escaping,
-// which jsonb does not keep anyway. Invalid UTF-8 becomes U+FFFD, as with
-// encoding/json. It is several times cheaper than json.Marshal.
-func appendHeadersJSON(dst []byte, h map[string][]string) []byte {
-	var stack [32]string
-	keys := stack[:0]
-	for k := range h {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	dst = append(dst, '{')
-	for i, k := range keys {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendJSONString(dst, k)
-		dst = append(dst, ':')
-		vs := h[k]
-		if vs == nil {
-			dst = append(dst, "null"...)
-			continue
-		}
-		dst = append(dst, '[')
-		for j, v := range vs {
-			if j > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONString(dst, v)
-		}
-		dst = append(dst, ']')
-	}
-	return append(dst, '}')
-}
-
-const hexDigits = "0123456789abcdef"
-
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\\ufffd"...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

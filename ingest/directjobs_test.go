@@ -14,15 +14,15 @@ import (
 	"github.com/hookline/hookline/jobs"
 )
 
-// The group committer writes River's job rows in its own statement
-// (storeJobsSQL, jobs.NewEventJob); the naive mode asks River's
+// The group committer writes the job rows in its own statement
+// (storeJobsSQL over jobs.InsertEventJobsSQL); the naive mode asks River's
 // InsertManyTx. The same story of deliveries, through each, must give the
-// same answers and leave the same river_job rows, column for column: new
-// events, duplicates in a batch, a duplicate of a waiting job, of an event
-// completed within its window and past it, of a dead event, of an event whose
-// job is gone, and ids JSON must escape. If a River upgrade changes its row
-// format, its unique key or its insert's conflict rule, this test fails.
-func TestBatchedJobsAreRiversJobs(t *testing.T) {
+// same answers and leave the same job rows, column for column: new events,
+// duplicates in a batch, a duplicate of a waiting job, of an event completed
+// within its window and past it, of a dead event, of an event whose job is
+// gone, and ids JSON must escape. (River's format itself is pinned in
+// jobs/riverrow_test.go.)
+func TestNaiveAndBatchedModesAgree(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	a := &Source{Name: "a", OnDuplicate: OnDuplicateSkip, MaxAttempts: 3}
@@ -116,11 +116,10 @@ func TestBatchedJobsAreRiversJobs(t *testing.T) {
 	require.Equal(t, 20000, job.MaxAttempts)
 }
 
-// The group committer wakes River's workers as River's insert does: on the
-// insert topic River's own listener subscribes to, with the queue's name.
-// Without it a worker in another process would find the jobs only at its
-// next poll.
-func TestBatchedJobsNotifyRiver(t *testing.T) {
+// The group committer wakes River's workers (jobs.InsertNotifySQL, River's
+// insert topic), at most once per notifyEvery. Without it a worker in
+// another process would find the jobs only at its next poll.
+func TestBatchedCommitsNotifyWorkers(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

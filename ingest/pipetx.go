@@ -10,9 +10,9 @@ import (
 
 // pipeTx is the group committer's transaction: BEGIN, its first statement
 // and, when that statement is the transaction's only write, COMMIT travel in
-// one round trip (a pgx.Batch: pipelined, one Sync). On a loaded machine
-// every round trip waits for both sides to be scheduled (~0.3 ms of a ~4 ms
-// batch here), so a batch costs one wait instead of four.
+// one round trip (a pgx.Batch: pipelined, one Sync): on a loaded machine
+// every round trip waits for both sides to be scheduled, so a batch waits
+// once instead of four times.
 //
 // Atomicity is Postgres's: after an error the server skips the rest of the
 // pipeline, COMMIT included, and the transaction is left open (aborted) for

@@ -1,8 +1,9 @@
 // Package ingest is hookline's HTTP front: POST /webhooks/{source} verifies
 // the delivery with the source's provider, resolves its event(s), stores the
 // raw body and enqueues one River job per event in ONE transaction, and
-// answers only after COMMIT (CONTRACT.md §1, promise 1). It also serves
-// /healthz, /readyz, /metrics and the admin API.
+// answers only after COMMIT: a 2xx means the delivery is durable. It also
+// serves /healthz, /readyz and /metrics; package admin mounts the admin API
+// on the same router (Server.Echo) or on one of its own.
 //
 // The data flow, in three files: ingest/server.go (this: HTTP → Delivery),
 // ingest/commit.go (Delivery → rows + River job, duplicates resolved), then
@@ -27,11 +28,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/hookline/hookline/idem"
+	"github.com/hookline/hookline/internal/defaults"
+	"github.com/hookline/hookline/internal/httpjson"
 	"github.com/hookline/hookline/internal/metrics"
 	"github.com/hookline/hookline/providers"
 )
@@ -91,7 +94,7 @@ type Config struct {
 	BatchWait time.Duration
 	// Committers is the number of concurrent ingest transactions (default 4).
 	Committers int
-	// QueueTimeout bounds the wait for the database before a 503 (default 1s).
+	// QueueTimeout bounds the wait for the database before a 503 (default 3s).
 	QueueTimeout time.Duration
 	// MaxPendingBytes bounds the request bodies held in memory at once: read
 	// and waiting for their commit (default 256 MiB, at least MaxBodyBytes).
@@ -108,21 +111,26 @@ type Config struct {
 	// NoMetricsRoute leaves /metrics out (it is served elsewhere, e.g. on
 	// the admin listener).
 	NoMetricsRoute bool
-	Metrics        *metrics.Metrics // nil: a fresh set
-	Logger         *slog.Logger     // nil: slog.Default()
+	// Registry is where the metrics are registered and what /metrics
+	// serves; nil: a fresh one with the Go and process collectors.
+	Registry *prometheus.Registry
+	Logger   *slog.Logger // nil: slog.Default()
 	// Ready reports readiness (Postgres reachable and migrated); nil pings the pool.
 	Ready func(ctx context.Context) error
 }
 
-// DefaultBodyTimeout is Config.BodyTimeout when unset.
-const DefaultBodyTimeout = 10 * time.Second
-
-// DefaultDedupWindow is Source.DedupWindow when unset.
-const DefaultDedupWindow = idem.DefaultDedupWindow
-
-// DefaultMaxPendingBytes is Config.MaxPendingBytes when unset (or four
-// bodies of MaxBodyBytes, if that is more).
-const DefaultMaxPendingBytes = 256 << 20
+// Defaults of Config and Source fields left zero.
+const (
+	DefaultMaxBodyBytes = defaults.MaxBodyBytes
+	DefaultBatchSize    = defaults.BatchSize
+	DefaultCommitters   = defaults.Committers
+	DefaultQueueTimeout = defaults.QueueTimeout
+	DefaultBodyTimeout  = defaults.BodyTimeout
+	// DefaultMaxPendingBytes, or four bodies of MaxBodyBytes if that is more.
+	DefaultMaxPendingBytes = defaults.MaxPendingBytes
+	DefaultMaxAttempts     = defaults.MaxAttempts
+	DefaultDedupWindow     = defaults.DedupWindow
+)
 
 // Server is the HTTP front.
 type Server struct {
@@ -145,16 +153,16 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("ingest: Config.River is required (an insert-only river.Client over riverpgxv5)")
 	}
 	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 1 << 20
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 32
+		cfg.BatchSize = DefaultBatchSize
 	}
 	if cfg.Committers <= 0 {
-		cfg.Committers = 4
+		cfg.Committers = DefaultCommitters
 	}
 	if cfg.QueueTimeout <= 0 {
-		cfg.QueueTimeout = time.Second
+		cfg.QueueTimeout = DefaultQueueTimeout
 	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultBodyTimeout
@@ -165,20 +173,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxPendingBytes < cfg.MaxBodyBytes {
 		return nil, fmt.Errorf("ingest: MaxPendingBytes (%d) is below MaxBodyBytes (%d): a largest body would never fit", cfg.MaxPendingBytes, cfg.MaxBodyBytes)
 	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.New()
+	if cfg.Registry == nil {
+		cfg.Registry = metrics.NewRegistry()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, sources: map[string]*Source{}, m: cfg.Metrics, log: cfg.Logger,
+	s := &Server{cfg: cfg, sources: map[string]*Source{}, m: metrics.For(cfg.Registry), log: cfg.Logger,
 		db: &store{pool: cfg.Pool, river: cfg.River}, pending: semaphore.NewWeighted(cfg.MaxPendingBytes)}
 	for _, src := range cfg.Sources {
 		if src.OnDuplicate == "" {
 			src.OnDuplicate = OnDuplicateSkip
 		}
 		if src.MaxAttempts <= 0 {
-			src.MaxAttempts = 10
+			src.MaxAttempts = DefaultMaxAttempts
 		}
 		if src.MaxConcurrency > 0 {
 			src.sem = make(chan struct{}, src.MaxConcurrency)
@@ -202,7 +210,7 @@ func New(cfg Config) (*Server, error) {
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = jsonErrorHandler
+	e.HTTPErrorHandler = httpjson.ErrorHandler
 	// Every answer carries X-Request-Id (the caller's, or a new one); logs name it.
 	e.Use(middleware.RequestID(), middleware.Recover())
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
@@ -220,7 +228,7 @@ func New(cfg Config) (*Server, error) {
 
 // MetricsHandler serves the Prometheus registry.
 func (s *Server) MetricsHandler() echo.HandlerFunc {
-	return echo.WrapHandler(promhttp.HandlerFor(s.m.Registry, promhttp.HandlerOpts{}))
+	return echo.WrapHandler(promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
 }
 
 // Echo returns the underlying router, for mounting more routes (admin).
@@ -252,24 +260,13 @@ func (s *Server) readyz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 
-type errorBody struct {
-	Error string `json:"error"`
+// response bodies (docs/operations.md, ingest answers).
+type singleResponse struct {
+	Status  string `json:"status"`
+	Source  string `json:"source"`
+	EventID string `json:"event_id"`
 }
 
-func jsonErrorHandler(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
-	code, msg := http.StatusInternalServerError, "internal error"
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		code = he.Code
-		msg = fmt.Sprint(he.Message)
-	}
-	_ = c.JSON(code, errorBody{Error: msg})
-}
-
-// response bodies (CONTRACT.md §4).
 type batchResponse struct {
 	Status string        `json:"status"`
 	Source string        `json:"source"`
@@ -306,7 +303,7 @@ func (s *Server) receive(c echo.Context) error {
 	start := time.Now()
 	src, ok := s.sources[c.Param("source")]
 	if !ok {
-		return c.JSON(http.StatusNotFound, errorBody{Error: "unknown source"})
+		return httpjson.Error(c, http.StatusNotFound, "unknown source")
 	}
 	defer func() { s.m.IngestSeconds.WithLabelValues(src.Name).Observe(time.Since(start).Seconds()) }()
 	if src.sem != nil {
@@ -365,7 +362,7 @@ func (s *Server) refuse(c echo.Context, src *Source, r refusal) error {
 	case http.StatusRequestTimeout:
 		c.Response().Header().Set("Connection", "close")
 	}
-	return c.JSON(r.status, errorBody{Error: r.msg})
+	return httpjson.Error(c, r.status, r.msg)
 }
 
 // verify checks the delivery's signature. A key that could not be fetched
@@ -439,21 +436,7 @@ func (s *Server) answer(c echo.Context, src *Source, results []EventResult) erro
 	if _, isBatch := src.Provider.(providers.Splitter); isBatch {
 		return c.JSON(http.StatusOK, batchResponse{Status: overall, Source: src.Name, Events: results})
 	}
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, singleResponseJSON(results[0].Status, src.Name, results[0].EventID))
-}
-
-// singleResponseJSON is the answer to a single-event delivery,
-// {"status":…,"source":…,"event_id":…} and a newline as c.JSON writes it, but
-// without reflection: this is the hot path.
-func singleResponseJSON(status, source, eventID string) []byte {
-	out := make([]byte, 0, 48+len(status)+len(source)+len(eventID))
-	out = append(out, `{"status":`...)
-	out = appendJSONString(out, status)
-	out = append(out, `,"source":`...)
-	out = appendJSONString(out, source)
-	out = append(out, `,"event_id":`...)
-	out = appendJSONString(out, eventID)
-	return append(out, "}\n"...)
+	return c.JSON(http.StatusOK, singleResponse{Status: results[0].Status, Source: src.Name, EventID: results[0].EventID})
 }
 
 // firstChunk is the body budget a request reserves before any byte of its

@@ -10,12 +10,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/hookline/hookline/idem"
-	"github.com/hookline/hookline/internal/metrics"
+	"github.com/hookline/hookline/internal/defaults"
 )
 
 // ClientConfig configures the River client that runs hookline's jobs.
@@ -32,7 +33,7 @@ type ClientConfig struct {
 	DeliveryRetention time.Duration
 	// CleanupInterval is how often the periodic clean-up runs (default 1m).
 	CleanupInterval time.Duration
-	Metrics         *metrics.Metrics
+	Registerer      prometheus.Registerer // where the metrics go; nil: nowhere served
 	Logger          *slog.Logger
 	Forwarder       *Forwarder
 }
@@ -68,15 +69,15 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		return river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{Logger: cfg.Logger})
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 50
+		cfg.Workers = defaults.Workers
 	}
 	if cfg.DeliveryRetention <= 0 {
-		cfg.DeliveryRetention = 7 * 24 * time.Hour
+		cfg.DeliveryRetention = defaults.DeliveryRetention
 	}
 	if cfg.CleanupInterval <= 0 {
-		cfg.CleanupInterval = time.Minute
+		cfg.CleanupInterval = defaults.CleanupInterval
 	}
-	w, err := NewEventWorker(WorkerConfig{Pool: cfg.Pool, Sources: cfg.Sources, Metrics: cfg.Metrics, Logger: cfg.Logger, Forwarder: cfg.Forwarder})
+	w, err := NewEventWorker(WorkerConfig{Pool: cfg.Pool, Sources: cfg.Sources, Registerer: cfg.Registerer, Logger: cfg.Logger, Forwarder: cfg.Forwarder})
 	if err != nil {
 		return nil, err
 	}
@@ -148,16 +149,11 @@ func (w *CleanupWorker) Work(ctx context.Context, _ *river.Job[CleanupArgs]) err
 	if err != nil {
 		return err
 	}
-	deliveries, err := deleteBatches(ctx, w.Pool, `DELETE FROM hookline_deliveries WHERE id IN (
-			SELECT d.id FROM hookline_deliveries d
-			WHERE d.received_at < now() - $1::bigint * interval '1 microsecond'
-			  AND NOT EXISTS (SELECT 1 FROM hookline_events e WHERE e.delivery_id = d.id AND e.state <> 'completed')
-			LIMIT 1000)`, w.DeliveryRetention.Microseconds())
+	deliveries, err := deleteBatches(ctx, w.Pool, stmt.pruneDeliveries, w.DeliveryRetention.Microseconds())
 	if err != nil {
 		return err
 	}
-	contentKeys, err := deleteBatches(ctx, w.Pool, `DELETE FROM hookline_content_keys WHERE (source, content_key) IN (
-		SELECT source, content_key FROM hookline_content_keys WHERE expires_at < now() LIMIT 1000)`)
+	contentKeys, err := deleteBatches(ctx, w.Pool, stmt.pruneContentKeys)
 	if err != nil {
 		return err
 	}
@@ -195,15 +191,13 @@ func deleteBatches(ctx context.Context, pool *pgxpool.Pool, sql string, args ...
 // sweep away from transactions in flight.
 const strandedAfter = time.Minute
 
-// requeueStranded re-enqueues unfinished events (queued or processing) that
-// have no active job: nothing disappears silently (CONTRACT.md §1, promise 5).
+// requeueStranded re-enqueues waiting events that have no active job:
+// nothing disappears silently.
 //
-// Each run checks one window of SweepWindow unfinished events, in queue
-// order, and the next run goes on from where it stopped, wrapping around at
-// the end. Checking the whole queue at once cost one index probe of
-// river_job per unfinished event, every minute: 8 s of Postgres time for a
-// backlog of 100,000 events, competing with the workers draining it. A window
-// bounds each run, and the rotation still reaches every event in turn.
+// Each run checks one window of SweepWindow waiting events, in queue order
+// (strandedSQL), and the next run goes on from where it stopped, wrapping
+// around at the end: the cost of a run is bounded however long the backlog,
+// and the rotation still reaches every event in turn.
 func (w *CleanupWorker) requeueStranded(ctx context.Context, insert func(context.Context, []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)) (int, error) {
 	window := w.SweepWindow
 	if window <= 0 {
@@ -212,23 +206,7 @@ func (w *CleanupWorker) requeueStranded(ctx context.Context, insert func(context
 	w.mu.Lock()
 	from := w.cursor
 	w.mu.Unlock()
-	// The stranded events of the window, then one row for the window's last
-	// event (the next cursor) with the window's size. The anti-join is in a
-	// WHERE so that PostgreSQL probes river_job's args index per event; as a
-	// column it chose a sequential scan per event.
-	rows, err := w.Pool.Query(ctx, `WITH cand AS MATERIALIZED (
-			SELECT e.source, e.event_id, e.queued_at FROM hookline_events e
-			WHERE e.state IN ('queued', 'processing') AND e.queued_at < now() - $1::bigint * interval '1 microsecond'
-			  AND (e.queued_at, e.source, e.event_id) > ($2::timestamptz, $3::text, $4::text)
-			ORDER BY e.queued_at, e.source, e.event_id LIMIT $5)
-		SELECT c.source, c.event_id, c.queued_at, false AS last, 0::bigint AS seen FROM cand c
-		WHERE NOT EXISTS (SELECT 1 FROM river_job j
-			WHERE j.kind = 'hookline.event'
-			  AND j.args @> jsonb_build_object('source', c.source, 'event_id', c.event_id)
-			  AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled'))
-		UNION ALL
-		SELECT * FROM (SELECT source, event_id, queued_at, true, count(*) OVER () FROM cand
-			ORDER BY queued_at DESC, source DESC, event_id DESC LIMIT 1) l`,
+	rows, err := w.Pool.Query(ctx, strandedSQL,
 		strandedAfter.Microseconds(), from.at, from.source, from.id, window)
 	if err != nil {
 		return 0, err

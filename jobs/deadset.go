@@ -5,18 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
-
-	"github.com/hookline/hookline/idem"
 )
 
 // Errors of the dead set, for callers to branch on (the admin API maps them
@@ -151,8 +146,6 @@ type DeadKey struct {
 	ID     int64
 }
 
-const itemColumns = `id, source, event_id, event_type, reason, attempts, last_error, dead_at`
-
 func scanItem(row pgx.Row, it *DeadItem, extra ...any) error {
 	return row.Scan(append([]any{&it.ID, &it.Source, &it.EventID, &it.EventType, &it.Reason, &it.Attempts, &it.LastError, &it.DeadAt}, extra...)...)
 }
@@ -169,8 +162,7 @@ func (d *DeadSet) List(ctx context.Context, f DeadFilter, after *DeadKey, limit 
 		where += fmt.Sprintf(" AND (dead_at, id) < ($%d, $%d)", len(args)-1, len(args))
 	}
 	args = append(args, limit+1)
-	rows, err := d.cfg.Pool.Query(ctx, `SELECT `+itemColumns+` FROM hookline_dead WHERE `+where+
-		fmt.Sprintf(` ORDER BY dead_at DESC, id DESC LIMIT $%d`, len(args)), args...)
+	rows, err := d.cfg.Pool.Query(ctx, listDeadSQL(where, len(args)), args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("list dead items: %w", err)
 	}
@@ -196,8 +188,7 @@ func (d *DeadSet) List(ctx context.Context, f DeadFilter, after *DeadKey, limit 
 // Get returns one item with its payload and headers, or ErrDeadItemNotFound.
 func (d *DeadSet) Get(ctx context.Context, id int64) (*DeadItem, error) {
 	var it DeadItem
-	err := scanItem(d.cfg.Pool.QueryRow(ctx, `SELECT `+itemColumns+`, content_type, headers, payload, delivery_id
-		FROM hookline_dead WHERE id = $1`, id), &it, &it.ContentType, &it.Headers, &it.Payload, &it.DeliveryID)
+	err := scanItem(d.cfg.Pool.QueryRow(ctx, stmt.getDeadItem, id), &it, &it.ContentType, &it.Headers, &it.Payload, &it.DeliveryID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrDeadItemNotFound
 	}
@@ -209,7 +200,7 @@ func (d *DeadSet) Get(ctx context.Context, id int64) (*DeadItem, error) {
 
 // Delete removes one item, or returns ErrDeadItemNotFound.
 func (d *DeadSet) Delete(ctx context.Context, id int64) error {
-	tag, err := d.cfg.Pool.Exec(ctx, `DELETE FROM hookline_dead WHERE id = $1`, id)
+	tag, err := d.cfg.Pool.Exec(ctx, stmt.deleteDeadItem, id)
 	if err != nil {
 		return fmt.Errorf("delete dead item %d: %w", id, err)
 	}
@@ -223,7 +214,7 @@ func (d *DeadSet) Delete(ctx context.Context, id int64) error {
 func (d *DeadSet) Count(ctx context.Context, f DeadFilter) (int, error) {
 	where, args := f.where(nil)
 	var n int
-	if err := d.cfg.Pool.QueryRow(ctx, `SELECT count(*) FROM hookline_dead WHERE `+where, args...).Scan(&n); err != nil {
+	if err := d.cfg.Pool.QueryRow(ctx, countDeadSQL(where), args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count dead items: %w", err)
 	}
 	return n, nil
@@ -298,7 +289,7 @@ func (d *DeadSet) canRetry() error {
 // retryTx is Retry inside the caller's transaction.
 func (d *DeadSet) retryTx(ctx context.Context, tx pgx.Tx, id int64) (*Retried, error) {
 	r := &Retried{DeadID: id}
-	err := tx.QueryRow(ctx, `SELECT source, event_id, reason, clock_timestamp() FROM hookline_dead WHERE id = $1 FOR UPDATE`, id).
+	err := tx.QueryRow(ctx, stmt.lockDeadItem, id).
 		Scan(&r.Source, &r.EventID, &r.Reason, &r.OverrideBefore)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrDeadItemNotFound
@@ -310,24 +301,7 @@ func (d *DeadSet) retryTx(ctx context.Context, tx pgx.Tx, id int64) (*Retried, e
 	if !ok {
 		return nil, fmt.Errorf("%w: %q (dead item %d)", ErrUnknownSource, r.Source, id)
 	}
-	if _, err := tx.Exec(ctx, `WITH dead AS (
-			DELETE FROM hookline_dead WHERE id = $1
-			RETURNING source, event_id, event_type, content_type, headers, payload),
-		deliv AS (
-			INSERT INTO hookline_deliveries (source, content_type, headers, body)
-			SELECT source, content_type, headers, payload FROM dead
-			RETURNING id)
-		INSERT INTO hookline_events AS e (source, event_id, event_type, delivery_id)
-		SELECT dead.source, dead.event_id, dead.event_type, deliv.id FROM dead, deliv
-		ON CONFLICT (source, event_id) DO UPDATE SET
-			state        = 'queued',
-			delivery_id  = excluded.delivery_id,
-			item_offset  = NULL,
-			item_length  = NULL,
-			event_type   = CASE WHEN excluded.event_type <> '' THEN excluded.event_type ELSE e.event_type END,
-			queued_at    = now(),
-			completed_at = NULL,
-			dedup_until  = NULL`, id); err != nil {
+	if _, err := tx.Exec(ctx, stmt.requeueDeadItem, id); err != nil {
 		return nil, fmt.Errorf("re-queue dead item %d: %w", id, err)
 	}
 	res, err := d.cfg.River.InsertTx(ctx, tx, EventArgs{Source: r.Source, EventID: r.EventID, OverrideBefore: r.OverrideBefore},
@@ -345,11 +319,10 @@ func (d *DeadSet) retryTx(ctx context.Context, tx pgx.Tx, id int64) (*Retried, e
 	// or retryable job available now (it leaves a running job alone).
 	r.Joined = true
 	override, _ := json.Marshal(r.OverrideBefore)
-	if _, err := tx.Exec(ctx, `UPDATE river_job SET args = jsonb_set(args, '{override_before}', $2::jsonb) WHERE id = $1`,
-		r.JobID, string(override)); err != nil {
+	if _, err := tx.Exec(ctx, joinJobSQL, r.JobID, string(override)); err != nil {
 		return nil, fmt.Errorf("join job %d: %w", r.JobID, err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE hookline_events SET job_attempts = 0 WHERE source = $1 AND event_id = $2`, r.Source, r.EventID); err != nil {
+	if _, err := tx.Exec(ctx, stmt.restartBudget, r.Source, r.EventID); err != nil {
 		return nil, fmt.Errorf("join job %d: %w", r.JobID, err)
 	}
 	if res.Job.State != rivertype.JobStateRunning {
@@ -394,8 +367,7 @@ func (d *DeadSet) RetryAll(ctx context.Context, f DeadFilter) (res BulkResult, e
 		err := pgx.BeginFunc(ctx, d.cfg.Pool, func(tx pgx.Tx) error {
 			done, skipped = 0, 0
 			where, args := f.where([]any{after, maxID, d.cfg.BulkBatch})
-			rows, err := tx.Query(ctx, `SELECT id FROM hookline_dead WHERE id > $1 AND id <= $2 AND `+where+`
-				ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`, args...)
+			rows, err := tx.Query(ctx, bulkRetryBatchSQL(where), args...)
 			if err != nil {
 				return err
 			}
@@ -438,9 +410,7 @@ func (d *DeadSet) DeleteAll(ctx context.Context, f DeadFilter) (res BulkResult, 
 	}
 	res.Matched = matched
 	where, args := f.where([]any{maxID, d.cfg.BulkBatch})
-	q := `DELETE FROM hookline_dead WHERE id IN (
-		SELECT id FROM hookline_dead WHERE id <= $1 AND ` + where + `
-		ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)`
+	q := bulkDeleteSQL(where)
 	for {
 		tag, err := d.cfg.Pool.Exec(ctx, q, args...)
 		if err != nil {
@@ -457,205 +427,9 @@ func (d *DeadSet) DeleteAll(ctx context.Context, f DeadFilter) (res BulkResult, 
 // snapshot returns the highest id and the number of items matching f now.
 func (d *DeadSet) snapshot(ctx context.Context, f DeadFilter) (maxID int64, n int, err error) {
 	where, args := f.where(nil)
-	err = d.cfg.Pool.QueryRow(ctx, `SELECT COALESCE(max(id), 0), count(*) FROM hookline_dead WHERE `+where, args...).Scan(&maxID, &n)
+	err = d.cfg.Pool.QueryRow(ctx, snapshotDeadSQL(where), args...).Scan(&maxID, &n)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count dead items: %w", err)
 	}
 	return maxID, n, nil
-}
-
-// Event states as the admin event lookup reports them (CONTRACT.md §6).
-const (
-	EventQueued     = "queued"
-	EventProcessing = "processing"
-	EventCompleted  = "completed"
-	EventDead       = "dead"
-)
-
-// EventStatus is an event's life as the admin event lookup reports it.
-type EventStatus struct {
-	Source    string
-	EventID   string
-	EventType string
-	// State is EventQueued (waiting, including a scheduled retry),
-	// EventProcessing (a live claim), EventCompleted or EventDead.
-	State string
-	// Deliveries counts every receipt, duplicates included.
-	Deliveries int
-	// Attempts counts destination attempts over the event's whole life.
-	Attempts int
-	// ReceivedAt is the first receipt.
-	ReceivedAt time.Time
-	// CompletedAt is set only in state completed.
-	CompletedAt *time.Time
-	LastError   *string
-	// DeadItemID is the event's dead item: the newest with reason failed,
-	// else the newest duplicate; nil when it has none.
-	DeadItemID *int64
-}
-
-// Event looks up (source, eventID), or returns ErrEventNotFound.
-//
-// An unfinished event's hookline_events.state is queued (or processing, as
-// workers before migration 003 wrote while they held the event, even if they
-// died): the worker does not write processing, so that counting an attempt
-// stays a HOT update. An unfinished event is reported processing while its
-// claim row is processing with a live lease, and queued otherwise (its job
-// will take it over).
-func (d *DeadSet) Event(ctx context.Context, source, eventID string) (*EventStatus, error) {
-	key, err := idem.ComposeKey(Namespace, source, eventID)
-	if err != nil {
-		return nil, ErrEventNotFound // a blank part names no event
-	}
-	ev := &EventStatus{}
-	var live bool
-	err = d.cfg.Pool.QueryRow(ctx, `SELECT e.source, e.event_id, e.event_type, e.state, e.deliveries, e.attempts,
-			e.first_received_at, e.completed_at, e.last_error,
-			COALESCE((SELECT c.state = 'processing' AND c.expires_at > now() FROM `+ClaimsTable+` c WHERE c.key = $3), false),
-			(SELECT d.id FROM hookline_dead d WHERE d.source = e.source AND d.event_id = e.event_id
-			 ORDER BY d.reason = 'failed' DESC, d.dead_at DESC, d.id DESC LIMIT 1)
-		FROM hookline_events e WHERE e.source = $1 AND e.event_id = $2`, source, eventID, key).
-		Scan(&ev.Source, &ev.EventID, &ev.EventType, &ev.State, &ev.Deliveries, &ev.Attempts,
-			&ev.ReceivedAt, &ev.CompletedAt, &ev.LastError, &live, &ev.DeadItemID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrEventNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("look up event: %w", err)
-	}
-	switch ev.State {
-	case EventQueued, EventProcessing:
-		ev.State = EventQueued
-		if live {
-			ev.State = EventProcessing
-		}
-	}
-	if ev.State != EventCompleted {
-		ev.CompletedAt = nil
-	}
-	return ev, nil
-}
-
-// scrapeTimeout bounds a collector's query, so a slow database cannot hang
-// a Prometheus scrape.
-const scrapeTimeout = 3 * time.Second
-
-// NewDeadItemsCollector returns the collector of hookline_dead_items{source,
-// reason}, a gauge of the items in the dead set now, read from hookline_dead
-// on each scrape. If the query fails it emits nothing (an absent series, not
-// a wrong zero) and logs the error. A (source, reason) pair seen on an
-// earlier scrape is reported as 0 once its items are gone, so the gauge
-// drops to zero instead of going stale.
-func NewDeadItemsCollector(pool *pgxpool.Pool, logger *slog.Logger) prometheus.Collector {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	return &deadItemsCollector{pool: pool, log: logger, seen: map[[2]string]bool{},
-		desc: prometheus.NewDesc("hookline_dead_items", "Items in the dead set now, by source and reason.", []string{"source", "reason"}, nil)}
-}
-
-type deadItemsCollector struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
-	desc *prometheus.Desc
-
-	mu   sync.Mutex
-	seen map[[2]string]bool
-}
-
-func (c *deadItemsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c *deadItemsCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-	defer cancel()
-	rows, err := c.pool.Query(ctx, `SELECT source, reason, count(*) FROM hookline_dead GROUP BY 1, 2`)
-	counts := map[[2]string]int64{}
-	if err == nil {
-		var k [2]string
-		var n int64
-		_, err = pgx.ForEachRow(rows, []any{&k[0], &k[1], &n}, func() error { counts[k] = n; return nil })
-	}
-	if err != nil {
-		c.log.Warn("hookline_dead_items: query failed; series omitted from this scrape", "error", err.Error())
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k := range counts {
-		c.seen[k] = true
-	}
-	for k := range c.seen {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[k]), k[0], k[1])
-	}
-}
-
-// queueStates are the states hookline_queue_jobs reports: the jobs not yet
-// finished. Finished ones (completed, cancelled, discarded) are River's
-// history, not queue depth, and counting them would scan a large table.
-var queueStates = []rivertype.JobState{
-	rivertype.JobStateAvailable,
-	rivertype.JobStatePending,
-	rivertype.JobStateRetryable,
-	rivertype.JobStateRunning,
-	rivertype.JobStateScheduled,
-}
-
-// NewQueueCollector returns the collector of hookline's queue depth and lag,
-// read from river_job (kind hookline.event) on each scrape:
-//
-//   - hookline_queue_jobs{state}: event jobs by state (available, pending,
-//     retryable, running, scheduled; 0 when none);
-//   - hookline_queue_oldest_available_seconds: how long the oldest available
-//     event job has been ready to run without being picked up (0 when none).
-//
-// If the query fails it emits nothing and logs the error.
-func NewQueueCollector(pool *pgxpool.Pool, logger *slog.Logger) prometheus.Collector {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	return &queueCollector{pool: pool, log: logger,
-		jobs: prometheus.NewDesc("hookline_queue_jobs", "Event jobs in River's queue by state (unfinished states only).", []string{"state"}, nil),
-		lag:  prometheus.NewDesc("hookline_queue_oldest_available_seconds", "Age of the oldest event job ready to run and not yet taken (0: none).", nil, nil),
-	}
-}
-
-type queueCollector struct {
-	pool      *pgxpool.Pool
-	log       *slog.Logger
-	jobs, lag *prometheus.Desc
-}
-
-func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.jobs; ch <- c.lag }
-
-func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-	defer cancel()
-	states := make([]string, len(queueStates))
-	for i, s := range queueStates {
-		states[i] = string(s)
-	}
-	counts := map[string]int64{}
-	var lag float64
-	err := pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT state::text, count(*) FROM river_job
-			WHERE kind = $1 AND state = ANY($2::text[]::river_job_state[]) GROUP BY 1`, EventArgs{}.Kind(), states)
-		if err != nil {
-			return err
-		}
-		var s string
-		var n int64
-		if _, err := pgx.ForEachRow(rows, []any{&s, &n}, func() error { counts[s] = n; return nil }); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, `SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(scheduled_at))::float8, 0) FROM river_job
-			WHERE kind = $1 AND state = 'available' AND scheduled_at <= now()`, EventArgs{}.Kind()).Scan(&lag)
-	})
-	if err != nil {
-		c.log.Warn("hookline_queue_jobs: query failed; series omitted from this scrape", "error", err.Error())
-		return
-	}
-	for _, s := range states {
-		ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(counts[s]), s)
-	}
-	ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, max(lag, 0))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookline/hookline/internal/metrics"
 	"github.com/hookline/hookline/internal/pgtest"
 	"github.com/hookline/hookline/jobs"
 )
@@ -295,7 +296,7 @@ func TestDeadSetEvent(t *testing.T) {
 	b.deadEvents(t, "s", "evt_", 1)
 	_, err := b.pool.Exec(ctx, `INSERT INTO hookline_dead (source, event_id, reason, payload) VALUES ('s', 'evt_1', 'duplicate', 'x')`)
 	require.NoError(t, err)
-	ev, err := b.dead.Event(ctx, "s", "evt_1")
+	ev, err := jobs.NewEvents(b.pool).Lookup(ctx, "s", "evt_1")
 	require.NoError(t, err)
 	require.Equal(t, jobs.EventDead, ev.State)
 	require.NotNil(t, ev.DeadItemID)
@@ -304,16 +305,16 @@ func TestDeadSetEvent(t *testing.T) {
 	require.Equal(t, 1, ev.Deliveries)
 	require.Nil(t, ev.CompletedAt)
 
-	_, err = b.dead.Event(ctx, "s", "nope")
+	_, err = jobs.NewEvents(b.pool).Lookup(ctx, "s", "nope")
 	require.ErrorIs(t, err, jobs.ErrEventNotFound)
-	_, err = b.dead.Event(ctx, "s", " ")
+	_, err = jobs.NewEvents(b.pool).Lookup(ctx, "s", " ")
 	require.ErrorIs(t, err, jobs.ErrEventNotFound)
 
 	// A completed event that came back after its window: queued, and its
 	// old completed_at is not reported.
 	_, err = b.pool.Exec(ctx, `UPDATE hookline_events SET state = 'queued', completed_at = now() - interval '1 day'`)
 	require.NoError(t, err)
-	ev, err = b.dead.Event(ctx, "s", "evt_1")
+	ev, err = jobs.NewEvents(b.pool).Lookup(ctx, "s", "evt_1")
 	require.NoError(t, err)
 	require.Equal(t, jobs.EventQueued, ev.State)
 	require.Nil(t, ev.CompletedAt)
@@ -323,7 +324,7 @@ func TestDeadItemsCollector(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := dsSetup(t, 0)
-	c := jobs.NewDeadItemsCollector(b.pool, quiet())
+	c := metrics.NewDatabaseCollector(jobs.Stats{Pool: b.pool}, quiet(), 0)
 	require.Zero(t, testutil.CollectAndCount(c, "hookline_dead_items"))
 
 	b.deadEvents(t, "s", "a_", 3)
@@ -353,15 +354,15 @@ hookline_dead_items{reason="failed",source="t"} 1
 	pool, err := pgxpool.New(ctx, "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
 	require.NoError(t, err)
 	pool.Close()
-	require.Zero(t, testutil.CollectAndCount(jobs.NewDeadItemsCollector(pool, quiet())))
+	require.Zero(t, testutil.CollectAndCount(metrics.NewDatabaseCollector(jobs.Stats{Pool: pool}, quiet(), 0)))
 }
 
 func TestQueueCollector(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := dsSetup(t, 0)
-	c := jobs.NewQueueCollector(b.pool, quiet())
-	require.Equal(t, 6, testutil.CollectAndCount(c), "five states and the lag, all zero")
+	c := metrics.NewDatabaseCollector(jobs.Stats{Pool: b.pool}, quiet(), 0)
+	require.Equal(t, 6, testutil.CollectAndCount(c, "hookline_queue_jobs", "hookline_queue_oldest_available_seconds"), "five states and the lag, all zero")
 	require.Zero(t, testutil.ToFloat64(onlyLag{c}))
 
 	late := jobs.InsertOptsFor(3)
@@ -398,7 +399,7 @@ type onlyLag struct{ c prometheus.Collector }
 func (o onlyLag) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(o, ch) }
 
 func (o onlyLag) Collect(ch chan<- prometheus.Metric) {
-	all := make(chan prometheus.Metric, 64) // the collector emits 6
+	all := make(chan prometheus.Metric, 64)
 	o.c.Collect(all)
 	close(all)
 	for m := range all {

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookline/hookline/internal/defaults"
 	"github.com/hookline/hookline/providers/standardwebhooks"
 )
 
@@ -72,11 +73,11 @@ func (e *DestinationError) Error() string {
 func (e *DestinationError) Unwrap() error { return e.Err }
 
 // Forward posts ev's exact raw body to d with hookline's headers
-// (CONTRACT.md §4). Any 2xx is success.
+// (docs/operations.md, forwarding). Any 2xx is success.
 func (f *Forwarder) Forward(ctx context.Context, d *Destination, ev *Event) error {
 	timeout := d.Timeout
 	if timeout <= 0 {
-		timeout = 10 * time.Second
+		timeout = defaults.DestTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -40,6 +40,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
@@ -83,11 +84,13 @@ func (l *lazySQL) get(build func() string) string {
 
 // WorkerConfig configures an EventWorker.
 type WorkerConfig struct {
-	Pool      *pgxpool.Pool
-	Sources   []*Source
-	Metrics   *metrics.Metrics // nil: a fresh set
-	Logger    *slog.Logger     // nil: slog.Default()
-	Forwarder *Forwarder       // nil: NewForwarder()
+	Pool    *pgxpool.Pool
+	Sources []*Source
+	// Registerer is where the metrics are registered (shared with ingest
+	// when both run in one process); nil: a registry nobody serves.
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger // nil: slog.Default()
+	Forwarder  *Forwarder   // nil: NewForwarder()
 }
 
 // NewEventWorker builds the worker.
@@ -95,16 +98,13 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 	if cfg.Pool == nil {
 		return nil, errors.New("jobs: WorkerConfig.Pool is required")
 	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.New()
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Forwarder == nil {
 		cfg.Forwarder = NewForwarder()
 	}
-	m := cfg.Metrics
+	m := metrics.For(cfg.Registerer)
 	claims, err := idem.NewStore(cfg.Pool, &idem.Config{
 		Table: ClaimsTable,
 		Telemetry: &idem.Telemetry{
@@ -120,24 +120,7 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 		if s.Destination == nil && s.Handler == nil {
 			return nil, fmt.Errorf("jobs: source %q has neither a destination nor a handler", s.Name)
 		}
-		if s.MaxAttempts <= 0 {
-			s.MaxAttempts = 10
-		}
-		if s.Lease <= 0 {
-			s.Lease = idem.DefaultLease
-		}
-		if s.DedupWindow <= 0 {
-			s.DedupWindow = idem.DefaultDedupWindow
-		}
-		if s.Timeout <= 0 {
-			s.Timeout = s.Lease
-		}
-		if s.BackoffMin <= 0 {
-			s.BackoffMin = time.Second
-		}
-		if s.BackoffMax <= 0 {
-			s.BackoffMax = time.Hour
-		}
+		s.withDefaults()
 		w.sources[s.Name] = s
 	}
 	return w, nil
@@ -337,7 +320,7 @@ func (w *EventWorker) handle(ctx context.Context, src *Source, claim *idem.Claim
 
 // complete marks claim, event and River job completed, and takes the event
 // out of the dead set (a provider retry or operator replay of a dead event
-// that has now succeeded), in ONE statement (see completeSQL): atomic on its
+// that has now succeeded), in ONE statement (completeSQL): atomic on its
 // own, so the HTTP-destination path needs no explicit transaction; in
 // transactional mode it runs inside the handler's transaction. If the
 // claim's token no longer holds, nothing changes and the error wraps
@@ -351,59 +334,6 @@ func (w *EventWorker) complete(ctx context.Context, q idem.DB, src *Source, clai
 		return fmt.Errorf("mark completed: %w", err)
 	}
 	return claim.ReportCompleted(n)
-}
-
-// completeSQL wraps idem's complete statement (parameters $1..$n, one row
-// iff our token still holds) so that everything else depends on it:
-//
-//   - the event becomes completed (its dedup window starts now);
-//   - its dead item of reason failed leaves the dead set;
-//   - the River job is marked completed as river.JobCompleteTx would: state
-//     completed and finalized_at, only while it is still running. River's
-//     completer still reports the job after Work returns, finds it no longer
-//     running and leaves it.
-//
-// The job's completion stays in the same statement as the event's on
-// purpose. Leaving it to River's batched completer (after Work returns)
-// would save one river_job row update per event here (measured: about 0.1
-// ms of PostgreSQL CPU per event, the completer's batch is cheaper per row),
-// but the job would then stay running for a moment after the event is
-// completed, and any unique insert for the event in that moment — an
-// operator's dead-set retry (DeadSet.Retry joins the active job), a second
-// job for the event — would join a job that never runs again, and be lost.
-// Writing the row directly (rather than calling river.JobCompleteTx) is what
-// makes this cheap: River's general-purpose JobSetStateIfRunningMany cost
-// more than the rest of the statement together.
-//
-// Lock order matters: ingest locks the event row (its upsert) and then the
-// job row (River's unique insert), so this statement must lock the event
-// before the job, or the two deadlock. Data-modifying CTEs run in no
-// promised order, and a join does not force one either (a join whose other
-// side is empty never reads the CTE). What does: an uncorrelated scalar
-// subquery in the job update's WHERE, (SELECT count(*) FROM ev), is a
-// one-time filter that PostgreSQL evaluates — running the event update to
-// completion — before it scans river_job. The event update itself joins the
-// claim, so nothing is locked unless the claim was ours.
-//
-// Parameters after idem's: source, event_id, dedup window (µs), job id.
-func completeSQL(claimSQL string, n int) string {
-	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
-	return `WITH claim AS (` + claimSQL + `),
-	ev AS (
-		UPDATE hookline_events e SET state = 'completed', completed_at = now(),
-			dedup_until = now() + ` + p(3) + `::bigint * interval '1 microsecond', last_error = NULL
-		FROM claim WHERE e.source = ` + p(1) + ` AND e.event_id = ` + p(2) + `
-		RETURNING 1),
-	dead AS (
-		DELETE FROM hookline_dead x
-		WHERE x.source = ` + p(1) + ` AND x.event_id = ` + p(2) + ` AND x.reason = 'failed'
-			AND EXISTS (SELECT 1 FROM claim)
-		RETURNING 1),
-	job AS (
-		UPDATE river_job j SET state = 'completed', finalized_at = now()
-		WHERE j.id = ` + p(4) + ` AND j.state = 'running'
-			AND (SELECT count(*) FROM ev) >= 0 AND EXISTS (SELECT 1 FROM claim))
-	SELECT count(*) FROM claim`
 }
 
 // fail releases the claim and records the error; after the budget's last
@@ -444,15 +374,10 @@ func (w *EventWorker) recordFailure(ctx context.Context, src *Source, claim *ide
 			return err
 		}
 		if !final {
-			_, err := tx.Exec(ctx, `UPDATE hookline_events SET state = 'queued', last_error = $3 WHERE source = $1 AND event_id = $2`,
-				src.Name, ev.ID, msg)
+			_, err := tx.Exec(ctx, stmt.markRetry, src.Name, ev.ID, msg)
 			return err
 		}
-		if _, err := tx.Exec(ctx, `WITH e AS (
-				UPDATE hookline_events SET state = 'dead', last_error = $3 WHERE source = $1 AND event_id = $2)
-			INSERT INTO hookline_dead (source, event_id, event_type, reason, attempts, last_error, delivery_id, content_type, headers, payload)
-			VALUES ($1, $2, $4, 'failed', $5, $3, $6, $7, $8, $9)`,
-			src.Name, ev.ID, msg, ev.Type, ev.Attempt, ev.DeliveryID, ev.ContentType, headersJSON(ev), ev.Body); err != nil {
+		if _, err := tx.Exec(ctx, stmt.markDead, src.Name, ev.ID, msg, ev.Type, ev.Attempt, ev.DeliveryID, ev.ContentType, headersJSON(ev), ev.Body); err != nil {
 			return err
 		}
 		// Finish the River job in the same transaction: the moment the event
@@ -476,16 +401,7 @@ func (w *EventWorker) deadUnclaimed(ctx context.Context, job *river.Job[EventArg
 	msg := CleanText(cause.Error(), maxErrorBytes)
 	var n int64
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `WITH e AS (
-				UPDATE hookline_events SET state = 'dead', last_error = $3
-				WHERE source = $1 AND event_id = $2 AND state IN ('queued', 'processing')
-				RETURNING source, event_id, event_type, attempts, delivery_id, item_offset, item_length)
-			INSERT INTO hookline_dead (source, event_id, event_type, reason, attempts, last_error, delivery_id, content_type, headers, payload)
-			SELECT e.source, e.event_id, e.event_type, 'failed', e.attempts, $3, e.delivery_id,
-				COALESCE(d.content_type, ''), COALESCE(d.headers, '{}'),
-				COALESCE(CASE WHEN e.item_offset IS NULL THEN d.body ELSE substring(d.body FROM e.item_offset + 1 FOR e.item_length) END, '')
-			FROM e LEFT JOIN hookline_deliveries d ON d.id = e.delivery_id`,
-			job.Args.Source, job.Args.EventID, msg)
+		tag, err := tx.Exec(ctx, stmt.deadUnclaimed, job.Args.Source, job.Args.EventID, msg)
 		if err != nil {
 			return err
 		}
@@ -508,8 +424,7 @@ func (w *EventWorker) deadUnclaimed(ctx context.Context, job *river.Job[EventArg
 // whose delivery is gone cannot be forwarded: dead set.
 func (w *EventWorker) noEvent(ctx context.Context, job *river.Job[EventArgs]) error {
 	var exists bool
-	if err := w.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM hookline_events WHERE source = $1 AND event_id = $2)`,
-		job.Args.Source, job.Args.EventID).Scan(&exists); err != nil {
+	if err := w.pool.QueryRow(ctx, stmt.eventExists, job.Args.Source, job.Args.EventID).Scan(&exists); err != nil {
 		return fmt.Errorf("look up event: %w", err)
 	}
 	if !exists {
@@ -542,14 +457,7 @@ func (w *EventWorker) duplicate(ctx context.Context, job *river.Job[EventArgs], 
 	// The stored delivery may have been pruned (retention) while the event
 	// is within its dedup window: the item is written all the same, with an
 	// empty payload.
-	_, err := w.pool.Exec(ctx, `INSERT INTO hookline_dead (source, event_id, event_type, reason, attempts, last_error, delivery_id, content_type, headers, payload)
-		SELECT e.source, e.event_id, e.event_type, 'duplicate', e.attempts,
-			CASE WHEN d.id IS NULL THEN 'event already completed (on_duplicate: reject); its payload was pruned by retention'
-				ELSE 'event already completed (on_duplicate: reject)' END,
-			e.delivery_id, COALESCE(d.content_type, ''), COALESCE(d.headers, '{}'),
-			COALESCE(CASE WHEN e.item_offset IS NULL THEN d.body ELSE substring(d.body FROM e.item_offset + 1 FOR e.item_length) END, '')
-		FROM hookline_events e LEFT JOIN hookline_deliveries d ON d.id = e.delivery_id
-		WHERE e.source = $1 AND e.event_id = $2`, src.Name, job.Args.EventID)
+	_, err := w.pool.Exec(ctx, stmt.deadDuplicate, src.Name, job.Args.EventID)
 	return err
 }
 
@@ -603,33 +511,6 @@ func (w *EventWorker) claimAndStart(ctx context.Context, src *Source, job *river
 	return claim, ev, nil
 }
 
-// claimStartSQL wraps idem's claim statement (parameters $1..$n; one row
-// iff the claim was taken) so that the attempt is counted and the payload
-// loaded only when the claim was taken. The event's columns are NULL when
-// there is no event or no delivery; then nothing but the claim changed.
-//
-// The event row keeps its state (queued): "processing" is what the claim
-// says (DeadSet.Event reports an event processing while its claim is live),
-// and leaving state — a column of the partial indexes — alone makes this an
-// update of non-indexed columns only, which PostgreSQL can do as a HOT
-// update (no index entries; migration 003 leaves room for it in the pages).
-//
-// Parameters after idem's: source, event_id, job id.
-func claimStartSQL(claimSQL string, n int) string {
-	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
-	return `WITH claim AS (` + claimSQL + `),
-	ev AS (
-		UPDATE hookline_events e SET attempts = e.attempts + 1,
-			job_attempts = CASE WHEN e.job_id = ` + p(3) + ` THEN e.job_attempts + 1 ELSE 1 END, job_id = ` + p(3) + `
-		FROM claim, hookline_deliveries d
-		WHERE e.source = ` + p(1) + ` AND e.event_id = ` + p(2) + ` AND d.id = e.delivery_id
-		RETURNING e.attempts, e.job_attempts, e.event_type, e.delivery_id, d.content_type, d.headers, d.received_at,
-			CASE WHEN e.item_offset IS NULL THEN d.body ELSE substring(d.body FROM e.item_offset + 1 FOR e.item_length) END AS body)
-	SELECT claim.token, claim.expires_at, ev.attempts, COALESCE(ev.job_attempts, 0), ev.event_type, ev.delivery_id,
-		ev.content_type, ev.headers, ev.received_at, ev.body
-	FROM claim LEFT JOIN ev ON true`
-}
-
 // claimAndStartTx is the long way of claimAndStart, for a key that was held
 // a moment ago: claim, count the attempt and load the payload in one
 // transaction.
@@ -650,20 +531,12 @@ func (w *EventWorker) claimAndStartTx(ctx context.Context, src *Source, job *riv
 	return claim, ev, nil
 }
 
-// startAttempt counts an attempt (over the event's life, and within the
-// budget of job jobID) and loads the event's payload; like claimStartSQL it
-// leaves the event's state alone.
+// startAttempt counts an attempt and loads the event's payload
+// (startAttemptSQL), under a claim taken earlier in tx.
 func startAttempt(ctx context.Context, tx pgx.Tx, source, eventID string, jobID int64) (*Event, error) {
 	ev := &Event{Source: source, ID: eventID}
 	var headers []byte
-	err := tx.QueryRow(ctx, `WITH e AS (
-			UPDATE hookline_events SET attempts = attempts + 1,
-				job_attempts = CASE WHEN job_id = $3 THEN job_attempts + 1 ELSE 1 END, job_id = $3
-			WHERE source = $1 AND event_id = $2
-			RETURNING attempts, job_attempts, event_type, delivery_id, item_offset, item_length)
-		SELECT e.attempts, e.job_attempts, e.event_type, e.delivery_id, d.content_type, d.headers, d.received_at,
-			CASE WHEN e.item_offset IS NULL THEN d.body ELSE substring(d.body FROM e.item_offset + 1 FOR e.item_length) END
-		FROM e JOIN hookline_deliveries d ON d.id = e.delivery_id`, source, eventID, jobID).
+	err := tx.QueryRow(ctx, startSQL, source, eventID, jobID).
 		Scan(&ev.Attempt, &ev.budgetAttempt, &ev.Type, &ev.DeliveryID, &ev.ContentType, &headers, &ev.ReceivedAt, &ev.Body)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errNoEvent

@@ -307,15 +307,14 @@ func TestProcessingComesFromTheClaim(t *testing.T) {
 	r := b.event(t, "evt_held")
 	require.Equal(t, "queued", r.State)
 	require.Equal(t, 1, r.Attempts)
-	ds, err := jobs.NewDeadSet(&jobs.DeadSetConfig{Pool: b.pool})
-	require.NoError(t, err)
-	st, err := ds.Event(context.Background(), "s", "evt_held")
+	ds := jobs.NewEvents(b.pool)
+	st, err := ds.Lookup(context.Background(), "s", "evt_held")
 	require.NoError(t, err)
 	require.Equal(t, jobs.EventProcessing, st.State)
 
 	close(finish)
 	b.waitState(t, "evt_held", "completed")
-	st, err = ds.Event(context.Background(), "s", "evt_held")
+	st, err = ds.Lookup(context.Background(), "s", "evt_held")
 	require.NoError(t, err)
 	require.Equal(t, jobs.EventCompleted, st.State)
 }

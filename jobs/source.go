@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hookline/hookline/internal/defaults"
 )
 
 // Source is one webhook sender as the workers see it.
@@ -101,4 +103,26 @@ func (m TypeMux) Handle(ctx context.Context, tx pgx.Tx, ev *Event) error {
 		return h.Handle(ctx, tx, ev)
 	}
 	return nil
+}
+
+// withDefaults fills the fields left zero from the defaults table.
+func (s *Source) withDefaults() {
+	if s.MaxAttempts <= 0 {
+		s.MaxAttempts = defaults.MaxAttempts
+	}
+	if s.Lease <= 0 {
+		s.Lease = defaults.Lease
+	}
+	if s.DedupWindow <= 0 {
+		s.DedupWindow = defaults.DedupWindow
+	}
+	if s.Timeout <= 0 {
+		s.Timeout = s.Lease
+	}
+	if s.BackoffMin <= 0 {
+		s.BackoffMin = defaults.BackoffMin
+	}
+	if s.BackoffMax <= 0 {
+		s.BackoffMax = defaults.BackoffMax
+	}
 }

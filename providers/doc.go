@@ -186,7 +186,7 @@
 //
 //   - an oracle: the provider's published test vector, or its official SDK as
 //     a test-only dependency, in both directions (the SDK accepts what you
-//     sign, you accept what the SDK signs); PROVIDERS.md lists them;
+//     sign, you accept what the SDK signs); docs/providers.md lists them;
 //   - a fuzz target for every header parser (FuzzParseHeader): no panics, and
 //     a signature it accepts always has the MAC's size;
 //   - a case in ingest/providers_e2e_test.go and a sample in

@@ -146,7 +146,7 @@ type Description struct {
 	// DefaultEventID is the default event id in the key-resolver notation of
 	// ParseKeyResolver. A simple id is one resolver: "json:id",
 	// "header:X-Shopify-Event-Id", "body:sha256". A composite id is written
-	// as CONTRACT.md §3 writes it, its parts in braces joined by ":", each
+	// as the configuration writes it, its parts in braces joined by ":", each
 	// part a resolver where one names it:
 	//
 	//	{json:pspReference}:{json:eventCode}:{json:success}

@@ -27,6 +27,7 @@ import (
 	"github.com/hookline/hookline/internal/app"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/pgcluster"
+	"github.com/hookline/hookline/jobs"
 	"github.com/hookline/hookline/migrations"
 )
 
@@ -486,8 +487,8 @@ func (b *bench) runOne(ctx context.Context, mode string, c, round int, rateGuess
 		// EXISTS stops at the first unfinished job: counting a backlog of
 		// tens of thousands every poll cost the server measurable CPU,
 		// charged to processing.
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM river_job
-			WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled') AND queue = 'hookline')`).Scan(&pendingJobs); err != nil {
+		var err error
+		if pendingJobs, err = jobs.AnyUnfinishedJob(ctx, pool); err != nil {
 			return nil, err
 		}
 		if !pendingJobs {
@@ -568,8 +569,8 @@ func (b *bench) check(ctx context.Context, pool *pgxpool.Pool, sink *sink, ld *l
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	var jobs int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'hookline.event'`).Scan(&jobs); err != nil {
+	js, err := jobs.ReadJobStats(ctx, pool, false)
+	if err != nil {
 		return err
 	}
 	hits := sink.snapshot()
@@ -601,9 +602,9 @@ func (b *bench) check(ctx context.Context, pool *pgxpool.Pool, sink *sink, ld *l
 			r.Stray++
 		}
 	}
-	r.Jobs = jobs
-	if jobs != len(ld.accepted)+r.Stray {
-		r.Problem = strings.TrimPrefix(r.Problem+fmt.Sprintf("; %d event jobs for %d accepted events", jobs, len(ld.accepted)), "; ")
+	r.Jobs = js.Total
+	if js.Total != len(ld.accepted)+r.Stray {
+		r.Problem = strings.TrimPrefix(r.Problem+fmt.Sprintf("; %d event jobs for %d accepted events", js.Total, len(ld.accepted)), "; ")
 	}
 	return nil
 }

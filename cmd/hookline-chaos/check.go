@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hookline/hookline/jobs"
 )
 
 // Report is what a run found.
@@ -95,28 +97,16 @@ func (h *harness) check(ctx context.Context, rep *Report) {
 		h.violation("read chaos_ledger: %v", err)
 		return
 	}
-	riverAttempts := map[string]int{} // event key -> attempts River counted on its latest job
-	if err := queryPairs(ctx, h.pool, `SELECT DISTINCT ON (args->>'source', args->>'event_id') args->>'source', args->>'event_id', attempt
-			FROM river_job WHERE kind = 'hookline.event' ORDER BY args->>'source', args->>'event_id', id DESC`, func(r pgx.Rows) error {
-		var src, id string
-		var n int
-		if err := r.Scan(&src, &id, &n); err != nil {
-			return err
-		}
-		riverAttempts[src+":"+id] = n
-		return nil
-	}); err != nil {
-		h.violation("read river_job: %v", err)
+	js, err := jobs.ReadJobStats(ctx, h.pool, true)
+	if err != nil {
+		h.violation("read River's event jobs: %v", err)
 		return
 	}
-	if err := h.pool.QueryRow(ctx, `SELECT count(DISTINCT id) FROM river_job, unnest(errors) e
-			WHERE kind = 'hookline.event' AND e->>'error' LIKE 'Stuck job rescued%'`).Scan(&rep.Rescued); err != nil {
-		h.violation("read rescued jobs: %v", err)
-	}
-	var processing, discarded int
-	if err := h.pool.QueryRow(ctx, `SELECT
-			(SELECT count(*) FROM hookline_claims WHERE state = 'processing'),
-			(SELECT count(*) FROM river_job WHERE kind = 'hookline.event' AND state IN ('discarded', 'cancelled'))`).Scan(&processing, &discarded); err != nil {
+	riverAttempts := js.LatestAttempts // event key -> attempts River counted on its latest job
+	rep.Rescued = js.Rescued
+	discarded := js.Abandoned
+	var processing int
+	if err := h.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_claims WHERE state = 'processing'`).Scan(&processing); err != nil {
 		h.violation("read claims: %v", err)
 	}
 	if processing > 0 {

@@ -3,7 +3,7 @@
 // Postgres, sends every event several times from concurrent senders, and
 // meanwhile SIGKILLs random instances (restarting them), restarts Postgres
 // (keeping it down for a while) and makes the destination fail and time out
-// at random. Then it checks hookline's promises (CONTRACT.md §1) and prints
+// at random. Then it checks hookline's promises (README, "What it promises") and prints
 // a report; it exits 1 on any violation.
 //
 // What runs:

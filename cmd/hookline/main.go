@@ -58,10 +58,9 @@ func main() {
 
 // defaultGOGC is hookline's garbage-collection target when GOGC is not set.
 // Its heap is small and short-lived (request bodies and batches on their way
-// to Postgres): under load, Go's default of 100 collects it hundreds of times
-// a second. 400 costs some tens of MB and saves about a quarter of the CPU
-// per webhook (README, Performance). GOGC and GOMEMLIMIT in the environment
-// still apply.
+// to Postgres): under load, Go's default of 100 collects it hundreds of
+// times a second; 400 trades some tens of MB for CPU (docs/performance.md).
+// GOGC and GOMEMLIMIT in the environment still apply.
 const defaultGOGC = 400
 
 func setGCPercent() {

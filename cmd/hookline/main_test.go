@@ -100,15 +100,13 @@ sources:
 }
 
 // eventState is the event's state as the admin event lookup reports it
-// (CONTRACT.md: queued, processing — a live claim —, completed, dead).
+// (queued, processing — a live claim —, completed, dead).
 func eventState(t *testing.T, dbURL, id string) (state string, attempts int) {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, dbURL)
 	require.NoError(t, err)
 	defer pool.Close()
-	ds, err := jobs.NewDeadSet(&jobs.DeadSetConfig{Pool: pool})
-	require.NoError(t, err)
-	st, err := ds.Event(ctx, "s", id)
+	st, err := jobs.NewEvents(pool).Lookup(ctx, "s", id)
 	if errors.Is(err, jobs.ErrEventNotFound) {
 		return "", 0
 	}

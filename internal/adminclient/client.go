@@ -1,6 +1,5 @@
-// Package adminclient is a small client of hookline's admin API (CONTRACT.md
-// §4 "Admin") and the `hookline dead list|show|retry|delete` command built on
-// it (Main).
+// Package adminclient is a small HTTP client of hookline's admin API (package
+// admin); `hookline dead list|show|retry|delete` is built on it.
 //
 // Internal: no stability promise.
 package adminclient

@@ -21,8 +21,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
+	"github.com/hookline/hookline/admin"
 	"github.com/hookline/hookline/ingest"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/metrics"
@@ -67,12 +69,13 @@ type Options struct {
 
 // App is a configured hookline process.
 type App struct {
-	Config  *config.Config
-	Pool    *pgxpool.Pool
-	River   *river.Client[pgx.Tx]
-	Ingest  *ingest.Server
-	Metrics *metrics.Metrics
-	Log     *slog.Logger
+	Config *config.Config
+	Pool   *pgxpool.Pool
+	River  *river.Client[pgx.Tx]
+	Ingest *ingest.Server
+	// Registry holds every metric this process serves on /metrics.
+	Registry *prometheus.Registry
+	Log      *slog.Logger
 
 	opts     Options
 	admin    *echo.Echo // separate admin router when admin_listen is set
@@ -109,22 +112,68 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	a := &App{Config: cfg, Metrics: metrics.New(), Log: opts.Logger, opts: opts}
+	a := &App{Config: cfg, Registry: metrics.NewRegistry(), Log: opts.Logger, opts: opts}
 	pool, err := NewPool(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	a.Pool = pool
-	if !opts.NoMigrate {
+	if err := a.build(ctx); err != nil {
+		if a.stopUI != nil {
+			a.stopUI()
+		}
+		pool.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// build migrates and assembles the parts on a.Pool.
+func (a *App) build(ctx context.Context) error {
+	if !a.opts.NoMigrate {
 		if err := a.migrate(ctx); err != nil {
-			pool.Close()
-			return nil, err
+			return err
 		}
 	}
+	inSources, jobSources, err := a.sources()
+	if err != nil {
+		return err
+	}
+	cfg, opts := a.Config, a.opts
+	metricsOnAdmin := cfg.MetricsOnAdmin && cfg.AdminListen != ""
+	a.River, err = jobs.NewClient(jobs.ClientConfig{
+		Pool: a.Pool, Sources: jobSources, Workers: cfg.Workers, InsertOnly: opts.Role == RoleIngest,
+		DeliveryRetention: cfg.Retention.Deliveries.D(), CleanupInterval: opts.CleanupInterval,
+		Registerer: a.Registry, Logger: opts.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	a.Ingest, err = ingest.New(ingest.Config{
+		Pool: a.Pool, River: a.River, Sources: inSources, MaxBodyBytes: cfg.MaxBodyBytes,
+		Batch: cfg.BatchEnabled(), BatchSize: cfg.Ingest.BatchSize, BatchWait: cfg.Ingest.BatchWait.D(),
+		QueueTimeout: cfg.Ingest.QueueTimeout.D(), MaxPendingBytes: cfg.Ingest.MaxPendingBytes,
+		BodyTimeout:  cfg.Ingest.BodyTimeout.D(),
+		IngestRoutes: opts.Role != RoleWorker, NoMetricsRoute: metricsOnAdmin,
+		Registry: a.Registry, Logger: opts.Logger, Ready: a.ready,
+	})
+	if err != nil {
+		return err
+	}
+	if opts.Mount != nil {
+		opts.Mount(a.Ingest)
+	}
+	// The collectors that query the database run one set at a time and are
+	// reused for a few seconds: /metrics is unauthenticated.
+	a.Registry.MustRegister(metrics.NewDatabaseCollector(jobs.Stats{Pool: a.Pool}, opts.Logger, metrics.DatabaseTTL))
+	return a.mountAdmin(metricsOnAdmin)
+}
 
-	var jobSources []*jobs.Source
+// sources turns the configured sources into ingest's and the workers'.
+func (a *App) sources() ([]*ingest.Source, []*jobs.Source, error) {
 	var inSources []*ingest.Source
-	for _, s := range cfg.Sources {
+	var jobSources []*jobs.Source
+	for _, s := range a.Config.Sources {
 		id, typ := s.KeyResolvers()
 		onDup := ingest.OnDuplicateSkip
 		if s.OnDuplicate == "reject" {
@@ -135,52 +184,24 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			OnDuplicate: onDup, MaxAttempts: s.Destination.MaxAttempts, MaxConcurrency: s.MaxConcurrency})
 		js := &jobs.Source{Name: s.Name, Reject: onDup == ingest.OnDuplicateReject, Lease: s.Lease.D(), DedupWindow: s.DedupWindow.D(),
 			MaxAttempts: s.Destination.MaxAttempts, BackoffMin: s.Destination.Backoff.Min.D(), BackoffMax: s.Destination.Backoff.Max.D(),
-			Handler: opts.Handlers[s.Name]}
+			Handler: a.opts.Handlers[s.Name]}
 		if js.Handler == nil {
-			if s.Destination.URL == "" {
-				if opts.Role != RoleIngest {
-					pool.Close()
-					return nil, fmt.Errorf("sources[%s].destination.url: required (or register a Go handler for this source)", s.Name)
-				}
-			} else {
+			if s.Destination.URL != "" {
 				js.Destination = &jobs.Destination{URL: s.Destination.URL, Timeout: s.Destination.Timeout.D(), Secret: s.Destination.Secret}
+			} else if a.opts.Role != RoleIngest {
+				return nil, nil, fmt.Errorf("sources[%s].destination.url: required (or register a Go handler for this source)", s.Name)
 			}
 		}
 		jobSources = append(jobSources, js)
 	}
+	return inSources, jobSources, nil
+}
 
-	metricsOnAdmin := cfg.MetricsOnAdmin && cfg.AdminListen != ""
-	a.River, err = jobs.NewClient(jobs.ClientConfig{
-		Pool: pool, Sources: jobSources, Workers: cfg.Workers, InsertOnly: opts.Role == RoleIngest,
-		DeliveryRetention: cfg.Retention.Deliveries.D(), CleanupInterval: opts.CleanupInterval,
-		Metrics: a.Metrics, Logger: opts.Logger,
-	})
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
-	a.Ingest, err = ingest.New(ingest.Config{
-		Pool: pool, River: a.River, Sources: inSources, MaxBodyBytes: cfg.MaxBodyBytes,
-		Batch: cfg.BatchEnabled(), BatchSize: cfg.Ingest.BatchSize, BatchWait: cfg.Ingest.BatchWait.D(),
-		QueueTimeout: cfg.Ingest.QueueTimeout.D(), MaxPendingBytes: cfg.Ingest.MaxPendingBytes,
-		BodyTimeout:  cfg.Ingest.BodyTimeout.D(),
-		IngestRoutes: opts.Role != RoleWorker, NoMetricsRoute: metricsOnAdmin,
-		Metrics: a.Metrics, Logger: opts.Logger, Ready: a.ready,
-	})
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
-	if opts.Mount != nil {
-		opts.Mount(a.Ingest)
-	}
-	// The collectors that query the database run one set at a time and are
-	// reused for a few seconds: /metrics is unauthenticated.
-	a.Metrics.Registry.MustRegister(metrics.NewCached(metrics.DatabaseTTL,
-		jobs.NewDeadItemsCollector(pool, opts.Logger), jobs.NewQueueCollector(pool, opts.Logger)))
-
-	// The admin API: on the ingest listener, or on admin_listen so it need
-	// not face the internet.
+// mountAdmin mounts the admin API: on the ingest listener, or on
+// admin_listen so it need not face the internet (with /metrics, if
+// metricsOnAdmin).
+func (a *App) mountAdmin(metricsOnAdmin bool) error {
+	cfg := a.Config
 	adminRouter := a.Ingest.Echo()
 	if cfg.AdminListen != "" {
 		a.admin = echo.New()
@@ -192,14 +213,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	}
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	a.stopUI = stopUI
-	if err := a.Ingest.MountAdmin(adminRouter, ingest.AdminConfig{
-		Token: cfg.AdminToken, River: a.River, Logger: opts.Logger, Context: uiCtx,
-	}); err != nil {
-		stopUI()
-		pool.Close()
-		return nil, fmt.Errorf("admin: %w", err)
+	maxAttempts := make(map[string]int, len(cfg.Sources))
+	for _, s := range cfg.Sources {
+		maxAttempts[s.Name] = s.Destination.MaxAttempts
 	}
-	return a, nil
+	return admin.Mount(adminRouter, admin.Config{
+		Token: cfg.AdminToken, Pool: a.Pool, River: a.River, Logger: a.opts.Logger, Context: uiCtx,
+		MaxAttempts: func(source string) (int, bool) { n, ok := maxAttempts[source]; return n, ok },
+	})
 }
 
 func (a *App) migrate(ctx context.Context) error {

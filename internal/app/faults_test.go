@@ -27,7 +27,7 @@ import (
 	"github.com/hookline/hookline/internal/pgtest"
 )
 
-// Time bounds from CONTRACT.md §6, plus slack for a loaded 2-core machine
+// Time bounds hookline promises (docs/operations.md), plus slack for a loaded 2-core machine
 // running the race detector.
 const (
 	outageAnswerBound = 5 * time.Second
@@ -195,7 +195,7 @@ func TestTerminateBackendsWhileDelivering(t *testing.T) {
 // (claiming, or recording the failure) use up River's budget without a
 // destination attempt; when the last one fails that way River discards the
 // job, and the accepted event stays "queued" or "processing" for ever: never
-// delivered, not in the dead set (CONTRACT.md §1.5) — as it did before
+// delivered, not in the dead set (nothing disappears silently) — as it did before
 // this test. (Regression test: jobs/ now counts the budget itself, snoozes on database
 // errors before the claim, and sweeps events left without a job.)
 func TestDatabaseErrorsDoNotStrandEvents(t *testing.T) {

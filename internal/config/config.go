@@ -22,31 +22,33 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hookline/hookline/internal/defaults"
 	"github.com/hookline/hookline/providers"
 	"github.com/hookline/hookline/providers/standardwebhooks"
 )
 
-// Defaults, in one place. The README's configuration section lists them.
+// Defaults, from the one table (internal/defaults); docs/operations.md lists
+// them.
 const (
-	DefaultListen            = ":8080"
-	DefaultMaxBodyBytes      = 1 << 20
-	DefaultWorkers           = 50
-	DefaultShutdownTimeout   = 30 * time.Second
-	DefaultOnDuplicate       = "skip"
-	DefaultLease             = 5 * time.Minute
-	DefaultDedupWindow       = 720 * time.Hour
-	DefaultDestTimeout       = 10 * time.Second
-	DefaultMaxAttempts       = 10
-	MaxMaxAttempts           = 8000
-	DefaultBackoffMin        = time.Second
-	DefaultBackoffMax        = time.Hour
-	DefaultBatchSize         = 32
-	DefaultBatchWait         = 2 * time.Millisecond
-	DefaultQueueTimeout      = 3 * time.Second
-	DefaultBodyTimeout       = 10 * time.Second
-	DefaultMaxPendingBytes   = 256 << 20
-	DefaultPoolSize          = 20
-	DefaultDeliveryRetention = 7 * 24 * time.Hour
+	DefaultListen            = defaults.Listen
+	DefaultMaxBodyBytes      = defaults.MaxBodyBytes
+	DefaultWorkers           = defaults.Workers
+	DefaultShutdownTimeout   = defaults.ShutdownTimeout
+	DefaultOnDuplicate       = defaults.OnDuplicate
+	DefaultLease             = defaults.Lease
+	DefaultDedupWindow       = defaults.DedupWindow
+	DefaultDestTimeout       = defaults.DestTimeout
+	DefaultMaxAttempts       = defaults.MaxAttempts
+	MaxMaxAttempts           = defaults.MaxMaxAttempts
+	DefaultBackoffMin        = defaults.BackoffMin
+	DefaultBackoffMax        = defaults.BackoffMax
+	DefaultBatchSize         = defaults.BatchSize
+	DefaultBatchWait         = defaults.BatchWait
+	DefaultQueueTimeout      = defaults.QueueTimeout
+	DefaultBodyTimeout       = defaults.BodyTimeout
+	DefaultMaxPendingBytes   = defaults.MaxPendingBytes
+	DefaultPoolSize          = defaults.PoolSize
+	DefaultDeliveryRetention = defaults.DeliveryRetention
 )
 
 // Duration is a time.Duration written as a Go duration ("30s", "5m",
@@ -294,6 +296,27 @@ var nameRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 // Validate applies defaults, checks every field and builds each source's
 // provider. Errors wrap ErrInvalid and name the field.
 func (c *Config) Validate() error {
+	for _, step := range []func() error{c.validateServer, c.validateIngest, c.validateSources} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// orDefault sets a zero duration to def; a negative one is an error naming
+// path.
+func orDefault(d *Duration, def time.Duration, path string) error {
+	if *d == 0 {
+		*d = Duration(def)
+	}
+	if *d < 0 {
+		return field(path, "must be positive")
+	}
+	return nil
+}
+
+func (c *Config) validateServer() error {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
@@ -309,53 +332,17 @@ func (c *Config) Validate() error {
 	if c.Workers < 0 {
 		return field("workers", "must be positive")
 	}
-	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = Duration(DefaultShutdownTimeout)
-	}
-	if c.ShutdownTimeout < 0 {
-		return field("shutdown_timeout", "must be positive")
+	if err := orDefault(&c.ShutdownTimeout, DefaultShutdownTimeout, "shutdown_timeout"); err != nil {
+		return err
 	}
 	if c.MetricsOnAdmin && c.AdminListen == "" {
 		return field("metrics_on_admin", "requires admin_listen (without it, /metrics is served on listen)")
 	}
-	if c.Ingest.BatchSize == 0 {
-		c.Ingest.BatchSize = DefaultBatchSize
-	}
-	if c.Ingest.BatchSize < 1 || c.Ingest.BatchSize > 1000 {
-		return field("ingest.batch_size", "must be between 1 and 1000")
-	}
-	if c.Ingest.BatchWait == 0 {
-		c.Ingest.BatchWait = Duration(DefaultBatchWait)
-	}
-	if c.Ingest.BatchWait < 0 {
-		return field("ingest.batch_wait", "must be positive")
-	}
-	if c.Ingest.QueueTimeout == 0 {
-		c.Ingest.QueueTimeout = Duration(DefaultQueueTimeout)
-	}
-	if c.Ingest.QueueTimeout < 0 {
-		return field("ingest.queue_timeout", "must be positive")
-	}
-	if c.Ingest.BodyTimeout == 0 {
-		c.Ingest.BodyTimeout = Duration(DefaultBodyTimeout)
-	}
-	if c.Ingest.BodyTimeout < 0 {
-		return field("ingest.body_timeout", "must be positive")
-	}
-	if c.Ingest.MaxPendingBytes == 0 {
-		c.Ingest.MaxPendingBytes = max(DefaultMaxPendingBytes, 4*c.MaxBodyBytes)
-	}
-	if c.Ingest.MaxPendingBytes < c.MaxBodyBytes {
-		return field("ingest.max_pending_bytes", "must be at least max_body_bytes (%d)", c.MaxBodyBytes)
-	}
 	if c.Database.MaxConns == 0 {
 		c.Database.MaxConns = DefaultPoolSize
 	}
-	if c.Retention.Deliveries == 0 {
-		c.Retention.Deliveries = Duration(DefaultDeliveryRetention)
-	}
-	if c.Retention.Deliveries < 0 {
-		return field("retention.deliveries", "must be positive")
+	if err := orDefault(&c.Retention.Deliveries, DefaultDeliveryRetention, "retention.deliveries"); err != nil {
+		return err
 	}
 	switch c.Log.Format {
 	case "", "json", "text":
@@ -370,6 +357,40 @@ func (c *Config) Validate() error {
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return field("tls_key", "tls_cert and tls_key go together")
 	}
+	return nil
+}
+
+func (c *Config) validateIngest() error {
+	in := &c.Ingest
+	if in.BatchSize == 0 {
+		in.BatchSize = DefaultBatchSize
+	}
+	if in.BatchSize < 1 || in.BatchSize > 1000 {
+		return field("ingest.batch_size", "must be between 1 and 1000")
+	}
+	for _, d := range []struct {
+		d    *Duration
+		def  time.Duration
+		path string
+	}{
+		{&in.BatchWait, DefaultBatchWait, "ingest.batch_wait"},
+		{&in.QueueTimeout, DefaultQueueTimeout, "ingest.queue_timeout"},
+		{&in.BodyTimeout, DefaultBodyTimeout, "ingest.body_timeout"},
+	} {
+		if err := orDefault(d.d, d.def, d.path); err != nil {
+			return err
+		}
+	}
+	if in.MaxPendingBytes == 0 {
+		in.MaxPendingBytes = max(DefaultMaxPendingBytes, 4*c.MaxBodyBytes)
+	}
+	if in.MaxPendingBytes < c.MaxBodyBytes {
+		return field("ingest.max_pending_bytes", "must be at least max_body_bytes (%d)", c.MaxBodyBytes)
+	}
+	return nil
+}
+
+func (c *Config) validateSources() error {
 	if len(c.Sources) == 0 {
 		return field("sources", "at least one source is required")
 	}
@@ -390,27 +411,49 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// validate checks one source (at YAML path p) and builds its provider.
 func (s *Source) validate(p string) error {
+	factory, err := s.validateIdentity(p)
+	if err != nil {
+		return err
+	}
+	for _, step := range []func(string) error{s.validateTiming, s.validateResolvers, s.validateDestination} {
+		if err := step(p); err != nil {
+			return err
+		}
+	}
+	return s.buildProvider(p, factory)
+}
+
+// validateIdentity checks the name, the provider, the secrets and the
+// provider settings block.
+func (s *Source) validateIdentity(p string) (providers.Factory, error) {
 	if !nameRE.MatchString(s.Name) {
-		return field(p+".name", "%q: want 1-64 characters of a-z, 0-9, _ and -", s.Name)
+		return nil, field(p+".name", "%q: want 1-64 characters of a-z, 0-9, _ and -", s.Name)
 	}
 	if s.Provider == "" {
-		return field(p+".provider", "required (one of: %s)", strings.Join(providers.Names(), ", "))
+		return nil, field(p+".provider", "required (one of: %s)", strings.Join(providers.Names(), ", "))
 	}
 	factory, ok := providers.Lookup(s.Provider)
 	if !ok {
-		return field(p+".provider", "unknown provider %q (known: %s)", s.Provider, strings.Join(providers.Names(), ", "))
+		return nil, field(p+".provider", "unknown provider %q (known: %s)", s.Provider, strings.Join(providers.Names(), ", "))
 	}
 	for i, sec := range s.Secrets {
 		if strings.TrimSpace(sec) == "" {
-			return field(fmt.Sprintf("%s.secrets[%d]", p, i), "empty (is the environment variable set?)")
+			return nil, field(fmt.Sprintf("%s.secrets[%d]", p, i), "empty (is the environment variable set?)")
 		}
 	}
 	for k := range s.Settings {
 		if k != s.Provider && !(k == "svix" && s.Provider == "standardwebhooks") {
-			return field(p+"."+k, "unknown field (provider-specific settings go in a block named %q)", s.Provider)
+			return nil, field(p+"."+k, "unknown field (provider-specific settings go in a block named %q)", s.Provider)
 		}
 	}
+	return factory, nil
+}
+
+// validateTiming checks on_duplicate, tolerance, lease, dedup_window and
+// max_concurrency.
+func (s *Source) validateTiming(p string) error {
 	switch s.OnDuplicate {
 	case "":
 		s.OnDuplicate = DefaultOnDuplicate
@@ -436,6 +479,11 @@ func (s *Source) validate(p string) error {
 	if s.MaxConcurrency < 0 {
 		return field(p+".max_concurrency", "must not be negative")
 	}
+	return nil
+}
+
+// validateResolvers parses event_id and event_type.
+func (s *Source) validateResolvers(p string) error {
 	var err error
 	if s.EventID != "" {
 		if s.eventID, err = providers.ParseKeyResolver(s.EventID); err != nil {
@@ -449,6 +497,13 @@ func (s *Source) validate(p string) error {
 			return field(p+".event_type", "%v", err)
 		}
 	}
+	return nil
+}
+
+// validateDestination checks the destination: its URL, its timeout against
+// the lease (an attempt runs under its lease), attempts, backoff and
+// signing secret.
+func (s *Source) validateDestination(p string) error {
 	d := &s.Destination
 	if d.URL != "" {
 		u, err := url.Parse(d.URL)
@@ -456,14 +511,10 @@ func (s *Source) validate(p string) error {
 			return field(p+".destination.url", "%q: want an absolute http(s) URL", d.URL)
 		}
 	}
-	// An attempt runs under its lease, so destination.timeout < lease. The
-	// error names the field the user wrote: timeout, unless it is defaulted.
+	// The error names the field the user wrote: timeout, unless defaulted.
 	timeoutSet := d.Timeout != 0
-	if d.Timeout == 0 {
-		d.Timeout = Duration(DefaultDestTimeout)
-	}
-	if d.Timeout < 0 {
-		return field(p+".destination.timeout", "must be positive")
+	if err := orDefault(&d.Timeout, DefaultDestTimeout, p+".destination.timeout"); err != nil {
+		return err
 	}
 	if d.URL != "" && d.Timeout >= s.Lease {
 		if !timeoutSet {
@@ -480,20 +531,17 @@ func (s *Source) validate(p string) error {
 	if d.MaxAttempts > MaxMaxAttempts {
 		return field(p+".destination.max_attempts", "must be at most %d (River stores a job's attempt cap, 4 × max_attempts, as a smallint)", MaxMaxAttempts)
 	}
-	if d.Backoff.Min == 0 {
-		d.Backoff.Min = Duration(DefaultBackoffMin)
+	if err := orDefault(&d.Backoff.Min, DefaultBackoffMin, p+".destination.backoff.min"); err != nil {
+		return err
 	}
 	if d.Backoff.Max == 0 {
 		d.Backoff.Max = Duration(DefaultBackoffMax)
 	}
-	if d.Backoff.Min < 0 {
-		return field(p+".destination.backoff.min", "must be positive")
-	}
 	if d.Backoff.Max < d.Backoff.Min {
 		return field(p+".destination.backoff.max", "must not be less than backoff.min")
 	}
-	// A destination secret is decoded here, as forwarding will decode it:
-	// a secret that does not decode would dead-letter every event.
+	// Decoded here as forwarding will decode it: a secret that does not
+	// decode would dead-letter every event.
 	if d.Secret != "" {
 		if !strings.HasPrefix(d.Secret, standardwebhooks.SecretPrefix) {
 			return field(p+".destination.secret", "want a Standard Webhooks secret: whsec_ followed by base64")
@@ -502,6 +550,11 @@ func (s *Source) validate(p string) error {
 			return field(p+".destination.secret", "want a Standard Webhooks secret: whsec_ followed by base64 (standard alphabet, padded) of at least one byte")
 		}
 	}
+	return nil
+}
+
+// buildProvider builds the source's adapter from its settings block.
+func (s *Source) buildProvider(p string, factory providers.Factory) error {
 	settings := s.Settings[s.Provider]
 	pc := providers.Config{
 		Source:    s.Name,
@@ -522,9 +575,8 @@ func (s *Source) validate(p string) error {
 	}
 	prov, err := factory(pc)
 	if err != nil {
-		msg := err.Error()
 		// Adapters name their own fields ("secrets: ...", "paypal.webhook_id: ..."); prefix the source.
-		return wrap(fmt.Errorf("%s.%s", p, msg))
+		return wrap(fmt.Errorf("%s.%s", p, err.Error()))
 	}
 	s.provider = prov
 	return nil

@@ -1,11 +1,14 @@
-// Package metrics defines hookline's Prometheus metrics (CONTRACT.md §4) in
-// one place, on a registry of their own so tests and several instances in one
-// process never collide.
+// Package metrics defines hookline's Prometheus metrics in one place (the
+// list is in docs/operations.md). Each App registers them on a registry of
+// its own, so tests and several instances in one process never collide.
 //
 // Internal: no stability promise.
 package metrics
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -20,10 +23,8 @@ const (
 	Unavailable      = "unavailable"
 )
 
-// Metrics holds every collector.
+// Metrics holds hookline's own collectors.
 type Metrics struct {
-	Registry *prometheus.Registry
-
 	Received      *prometheus.CounterVec   // source, outcome
 	Idempotency   *prometheus.CounterVec   // source, event: claimed|completed|duplicate
 	Deliveries    *prometheus.CounterVec   // source, result: success|failure|dead
@@ -34,50 +35,74 @@ type Metrics struct {
 	DestSeconds   *prometheus.HistogramVec // source
 }
 
-// New creates the metrics on a fresh registry (with Go and process collectors).
-func New() *Metrics {
-	m := &Metrics{
-		Registry: prometheus.NewRegistry(),
-		Received: prometheus.NewCounterVec(prometheus.CounterOpts{
+// NewRegistry returns a registry with the Go runtime and process
+// collectors, for For and for serving /metrics.
+func NewRegistry() *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
+
+// For returns hookline's collectors registered on reg (nil: a fresh
+// registry nobody serves). ingest and jobs each call it with the same
+// registerer and share one set: a collector already registered there is
+// reused.
+func For(reg prometheus.Registerer) *Metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	return &Metrics{
+		Received: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookline_webhooks_received_total",
 			Help: "Webhook deliveries received, by source and outcome (batch items count one each for accepted/duplicate).",
-		}, []string{"source", "outcome"}),
-		Idempotency: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"source", "outcome"})),
+		Idempotency: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookline_idempotency_events_total",
 			Help: "Idempotency events: claimed and completed by workers, duplicate once per duplicate delivery wherever caught.",
-		}, []string{"source", "event"}),
-		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"source", "event"})),
+		Deliveries: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookline_deliveries_total",
 			Help: "Destination attempts by result: success, failure (will retry), dead (attempts ran out).",
-		}, []string{"source", "result"}),
-		IngestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		}, []string{"source", "result"})),
+		IngestSeconds: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "hookline_ingest_seconds",
 			Help:    "Time from request start to answer on the ingest route.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"source"}),
-		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+		}, []string{"source"})),
+		BatchSize: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hookline_ingest_batch_size",
 			Help:    "Deliveries committed per ingest transaction.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
-		}),
-		RedeliveryGap: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		})),
+		RedeliveryGap: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "hookline_redelivery_gap_seconds",
 			Help:    "Time between an event's first delivery and a repeated delivery of it.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 4, 12),
-		}, []string{"source"}),
-		ClaimHold: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		}, []string{"source"})),
+		ClaimHold: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "hookline_claim_hold_seconds",
 			Help:    "How long a worker held an event's processing claim.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 12),
-		}, []string{"source"}),
-		DestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		}, []string{"source"})),
+		DestSeconds: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "hookline_destination_seconds",
 			Help:    "Destination request duration.",
 			Buckets: prometheus.DefBuckets,
-		}, []string{"source"}),
+		}, []string{"source"})),
 	}
-	m.Registry.MustRegister(m.Received, m.Idempotency, m.Deliveries, m.IngestSeconds, m.BatchSize,
-		m.RedeliveryGap, m.ClaimHold, m.DestSeconds,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
+}
+
+// register registers c on reg, or returns the equal collector registered
+// there before.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(fmt.Sprintf("metrics: %v", err))
+	}
+	return c
 }

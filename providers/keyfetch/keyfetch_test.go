@@ -298,10 +298,13 @@ func TestLimiterRealClock(t *testing.T) {
 	// One at once, then four 20ms apart.
 	require.GreaterOrEqual(t, time.Since(start), 70*time.Millisecond)
 
-	// A cancelled wait is a rate-limit error carrying the cause.
+	// A cancelled wait is a rate-limit error carrying the cause (a slow
+	// limiter, so that no token comes back while the test runs).
+	slow := NewLimiter(1, 1, 2*time.Second)
+	require.NoError(t, slow.Wait(ctx))
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	err := l.Wait(cctx)
+	err := slow.Wait(cctx)
 	require.ErrorIs(t, err, ErrRateLimited)
 	require.ErrorIs(t, err, context.Canceled)
 }

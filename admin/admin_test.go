@@ -1,4 +1,4 @@
-package ingest_test
+package admin_test
 
 import (
 	"bytes"
@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
 
+	"github.com/hookline/hookline/admin"
 	"github.com/hookline/hookline/ingest"
 	"github.com/hookline/hookline/internal/pgtest"
 	"github.com/hookline/hookline/jobs"
@@ -91,7 +92,12 @@ func adminSetup(t *testing.T, o adminOpts) *adminBundle {
 	} else if o.token != "" {
 		token = o.token
 	}
-	require.NoError(t, srv.MountAdmin(srv.Echo(), ingest.AdminConfig{Token: token, Context: t.Context()}))
+	maxAttempts := map[string]int{}
+	for _, s := range inSources {
+		maxAttempts[s.Name] = s.MaxAttempts
+	}
+	require.NoError(t, admin.Mount(srv.Echo(), admin.Config{Token: token, Pool: pool, River: rc, Logger: logger, Context: t.Context(),
+		MaxAttempts: func(source string) (int, bool) { n, ok := maxAttempts[source]; return n, ok }}))
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	return &adminBundle{pool: pool, river: rc, url: hs.URL, server: srv}
@@ -334,8 +340,26 @@ func TestAdminDeadListPagination(t *testing.T) {
 	original := b.deadIDs(t, "true")
 	require.Len(t, original, 1000)
 
-	// Items keep arriving while an operator pages: some newer than every
-	// page, some among the pages already read, some among those to come.
+	seen, pages := b.pageAllWhileInserting(t, base)
+	require.Greater(t, pages, 1000/37)
+	for _, id := range original {
+		require.Equal(t, 1, seen[id], "item %s seen %d times", id, seen[id])
+	}
+	for id, n := range seen {
+		require.Equal(t, 1, n, "item %s repeated", id)
+	}
+
+	t.Run("LimitDefaultAndClamp", func(t *testing.T) { testListLimit(t, b) })
+	t.Run("BadParameters400", func(t *testing.T) { testListBadParameters(t, b) })
+	t.Run("Filters", func(t *testing.T) { testListFilters(t, b, base) })
+}
+
+// pageAllWhileInserting pages through GET /admin/dead, 37 items a page,
+// checking the order, while items keep arriving: some newer than every
+// page, some among the pages already read, some among those to come (dead
+// around base). It returns how often each id was seen, and the pages read.
+func (b *adminBundle) pageAllWhileInserting(t *testing.T, base time.Time) (seen map[string]int, pages int) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	insert := func(ctx context.Context, n int) error {
@@ -357,12 +381,12 @@ func TestAdminDeadListPagination(t *testing.T) {
 		}
 	})
 
-	seen := map[string]int{}
+	seen = map[string]int{}
 	var last struct {
 		at time.Time
 		id int64
 	}
-	cursor, pages := "", 0
+	cursor := ""
 	for {
 		q := "limit=37"
 		if cursor != "" {
@@ -389,56 +413,50 @@ func TestAdminDeadListPagination(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
-	require.Greater(t, pages, 1000/37)
-	for _, id := range original {
-		require.Equal(t, 1, seen[id], "item %s seen %d times", id, seen[id])
+	return seen, pages
+}
+
+func testListLimit(t *testing.T, b *adminBundle) {
+	require.Len(t, b.page(t, "").Items, admin.DefaultAdminLimit)
+	require.Len(t, b.page(t, "limit=1000").Items, admin.MaxAdminLimit)
+	require.Len(t, b.page(t, "limit=500").Items, 500)
+}
+
+func testListBadParameters(t *testing.T, b *adminBundle) {
+	for q, param := range map[string]string{
+		"cursor=!!!":                 "cursor",
+		"cursor=bm9wZQ":              "cursor", // "nope"
+		"cursor=" + b64("v1.x.3"):    "cursor",
+		"cursor=" + b64("v1.1.0"):    "cursor",
+		"limit=abc":                  "limit",
+		"limit=0":                    "limit",
+		"limit=-3":                   "limit",
+		"reason=bogus":               "reason",
+		"since=yesterday":            "since",
+		"until=2026-13-01T00:00:00Z": "until",
+		"since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z": "since",
+	} {
+		status, out := b.call(t, http.MethodGet, "/admin/dead?"+q, nil)
+		require.Equal(t, http.StatusBadRequest, status, q)
+		require.Contains(t, out["error"], param, q)
 	}
-	for id, n := range seen {
-		require.Equal(t, 1, n, "item %s repeated", id)
-	}
+}
 
-	t.Run("LimitDefaultAndClamp", func(t *testing.T) {
-		require.Len(t, b.page(t, "").Items, ingest.DefaultAdminLimit)
-		require.Len(t, b.page(t, "limit=1000").Items, ingest.MaxAdminLimit)
-		require.Len(t, b.page(t, "limit=500").Items, 500)
-	})
-
-	t.Run("BadParameters400", func(t *testing.T) {
-		for q, param := range map[string]string{
-			"cursor=!!!":                 "cursor",
-			"cursor=bm9wZQ":              "cursor", // "nope"
-			"cursor=" + b64("v1.x.3"):    "cursor",
-			"cursor=" + b64("v1.1.0"):    "cursor",
-			"limit=abc":                  "limit",
-			"limit=0":                    "limit",
-			"limit=-3":                   "limit",
-			"reason=bogus":               "reason",
-			"since=yesterday":            "since",
-			"until=2026-13-01T00:00:00Z": "until",
-			"since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z": "since",
-		} {
-			status, out := b.call(t, http.MethodGet, "/admin/dead?"+q, nil)
-			require.Equal(t, http.StatusBadRequest, status, q)
-			require.Contains(t, out["error"], param, q)
-		}
-	})
-
-	t.Run("Filters", func(t *testing.T) {
-		insertDead(t, b.pool, "other", 4, base)
-		_, err := b.pool.Exec(context.Background(), `UPDATE hookline_dead SET reason = 'duplicate', event_type = 'dup.type' WHERE source = 'other' AND event_id IN ('evt_1', 'evt_2')`)
-		require.NoError(t, err)
-		p := b.page(t, "source=other")
-		require.Len(t, p.Items, 4)
-		require.Nil(t, p.NextCursor)
-		require.Len(t, b.page(t, "source=other&reason=duplicate").Items, 2)
-		require.Len(t, b.page(t, "event_type=dup.type").Items, 2)
-		// evt_1..evt_4 die at base, base, base-1s, base-1s.
-		since := base.Format(time.RFC3339)
-		require.Len(t, b.page(t, "source=other&since="+since).Items, 2)
-		require.Len(t, b.page(t, "source=other&until="+since).Items, 2)
-		require.Empty(t, b.page(t, "source=nobody").Items)
-		require.Equal(t, "[]", string(mustRaw(t, b, "/admin/dead?source=nobody", "items")), "an empty page is [], not null")
-	})
+func testListFilters(t *testing.T, b *adminBundle, base time.Time) {
+	insertDead(t, b.pool, "other", 4, base)
+	_, err := b.pool.Exec(context.Background(), `UPDATE hookline_dead SET reason = 'duplicate', event_type = 'dup.type' WHERE source = 'other' AND event_id IN ('evt_1', 'evt_2')`)
+	require.NoError(t, err)
+	p := b.page(t, "source=other")
+	require.Len(t, p.Items, 4)
+	require.Nil(t, p.NextCursor)
+	require.Len(t, b.page(t, "source=other&reason=duplicate").Items, 2)
+	require.Len(t, b.page(t, "event_type=dup.type").Items, 2)
+	// evt_1..evt_4 die at base, base, base-1s, base-1s.
+	since := base.Format(time.RFC3339)
+	require.Len(t, b.page(t, "source=other&since="+since).Items, 2)
+	require.Len(t, b.page(t, "source=other&until="+since).Items, 2)
+	require.Empty(t, b.page(t, "source=nobody").Items)
+	require.Equal(t, "[]", string(mustRaw(t, b, "/admin/dead?source=nobody", "items")), "an empty page is [], not null")
 }
 
 func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
@@ -687,11 +705,14 @@ func TestAdminRetryFreshBudget(t *testing.T) {
 	require.Nil(t, ev["last_error"])
 }
 
-func TestAdminEventLookup(t *testing.T) {
-	t.Parallel()
+// eventLookupSetup runs workers for three sources whose destinations answer
+// 200 ("ok"), 503 ("fail", one attempt) and nothing until unblock is called
+// ("block").
+func eventLookupSetup(t *testing.T) (b *adminBundle, unblock func()) {
+	t.Helper()
 	release := make(chan struct{})
 	var releaseOnce sync.Once
-	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	unblock = func() { releaseOnce.Do(func() { close(release) }) }
 	block := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-release:
@@ -704,12 +725,18 @@ func TestAdminEventLookup(t *testing.T) {
 	}))
 	t.Cleanup(fail.Close)
 	_, ok := newRecorder(t)
-	b := adminSetup(t, adminOpts{sources: []*jobs.Source{
+	b = adminSetup(t, adminOpts{sources: []*jobs.Source{
 		{Name: "ok", MaxAttempts: 3, Destination: &jobs.Destination{URL: ok}},
 		{Name: "fail", MaxAttempts: 1, Destination: &jobs.Destination{URL: fail.URL}},
 		{Name: "block", MaxAttempts: 3, Destination: &jobs.Destination{URL: block.URL, Timeout: time.Minute}},
 	}})
 	t.Cleanup(unblock) // before the workers stop (cleanups run last-in first-out)
+	return b, unblock
+}
+
+func TestAdminEventLookup(t *testing.T) {
+	t.Parallel()
+	b, unblock := eventLookupSetup(t)
 
 	t.Run("Completed", func(t *testing.T) {
 		require.Equal(t, "accepted", b.send(t, "ok", "evt_ok"))
@@ -746,12 +773,13 @@ func TestAdminEventLookup(t *testing.T) {
 	})
 
 	t.Run("QueuedUnlessTheClaimIsLive", func(t *testing.T) {
-		// Rows as a crashed worker leaves them: the event says processing,
-		// the claim's lease has run out, so the event is waiting for a retry.
+		// A waiting event is processing while a worker's claim on it is
+		// live; a claim whose lease ran out (its worker crashed) leaves it
+		// queued, waiting for a retry.
 		ctx := context.Background()
 		_, err := b.pool.Exec(ctx, `WITH d AS (INSERT INTO hookline_deliveries (source, body) VALUES ('x', '{}') RETURNING id)
-			INSERT INTO hookline_events (source, event_id, state, delivery_id) SELECT 'x', e, s, d.id FROM d,
-			(VALUES ('evt_q', 'queued'), ('evt_stale', 'processing'), ('evt_live', 'processing')) AS v(e, s)`)
+			INSERT INTO hookline_events (source, event_id, state, delivery_id) SELECT 'x', e, 'queued', d.id FROM d,
+			(VALUES ('evt_q'), ('evt_stale'), ('evt_live')) AS v(e)`)
 		require.NoError(t, err)
 		_, err = b.pool.Exec(ctx, `INSERT INTO hookline_claims (key, state, expires_at) VALUES
 			('hookline:x:evt_stale', 'processing', now() - interval '1 second'),

@@ -1,4 +1,4 @@
-package ingest
+package admin
 
 import (
 	"context"
@@ -15,11 +15,11 @@ import (
 // riverUIPrefix is where the River UI is served, behind the admin token.
 const riverUIPrefix = "/admin/river"
 
-// mountRiverUI serves River's own UI (riverqueue.com/riverui) under
-// /admin/river/ on the admin group g, so it sits behind the same token. Its
-// background services (a job-count cache) run until ctx is done.
+// riverUI is River's own UI (riverqueue.com/riverui) for serving under
+// /admin/river/. Its background services (a job-count cache) run until ctx
+// is done.
 //
-// Because a browser sends the token as HTTP Basic (see adminAuth), which it
+// Because a browser sends the token as HTTP Basic (see bearerAuth), which it
 // then repeats on its own, state-changing requests from another origin are
 // refused (http.CrossOriginProtection): another site cannot make an
 // operator's browser cancel or delete jobs.
@@ -27,21 +27,25 @@ const riverUIPrefix = "/admin/river"
 // River UI's "retry" of a hookline job does not go through the dead set: for
 // a dead event, use POST /admin/dead/{id}/retry, which also handles an event
 // whose job is still active (riverqueue/riverui#622).
-func mountRiverUI(ctx context.Context, g *echo.Group, client *river.Client[pgx.Tx], logger *slog.Logger) error {
+func riverUI(ctx context.Context, client *river.Client[pgx.Tx], logger *slog.Logger) (http.Handler, error) {
 	h, err := riverui.NewHandler(&riverui.HandlerOpts{
 		Endpoints: riverui.NewEndpoints(client, nil),
 		Logger:    logger,
 		Prefix:    riverUIPrefix,
 	})
 	if err != nil {
-		return fmt.Errorf("ingest: river UI: %w", err)
+		return nil, fmt.Errorf("admin: river UI: %w", err)
 	}
 	if err := h.Start(ctx); err != nil {
-		return fmt.Errorf("ingest: start river UI: %w", err)
+		return nil, fmt.Errorf("admin: start river UI: %w", err)
 	}
-	csrf := http.NewCrossOriginProtection()
-	wrapped := echo.WrapHandler(csrf.Handler(h))
+	return http.NewCrossOriginProtection().Handler(h), nil
+}
+
+// mountRiverUI serves ui under /admin/river/ on the admin group g, so it sits
+// behind the same token.
+func mountRiverUI(g *echo.Group, ui http.Handler) {
+	wrapped := echo.WrapHandler(ui)
 	g.Any("/river", wrapped)
 	g.Any("/river/*", wrapped)
-	return nil
 }

@@ -1,0 +1,222 @@
+package admin
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookline/hookline/internal/dberr"
+	"github.com/hookline/hookline/internal/httpjson"
+	"github.com/hookline/hookline/jobs"
+)
+
+// api serves the JSON routes over the dead set.
+type api struct {
+	dead   *jobs.DeadSet
+	events *jobs.Events
+	log    *slog.Logger
+}
+
+// fail maps the dead set's errors to HTTP answers: the one place that does.
+func (a *api) fail(c echo.Context, err error) error {
+	var pe paramError
+	switch {
+	case errors.As(err, &pe):
+		return httpjson.Error(c, http.StatusBadRequest, pe.Error())
+	case errors.Is(err, jobs.ErrDeadItemNotFound):
+		return httpjson.Error(c, http.StatusNotFound, "dead item not found")
+	case errors.Is(err, jobs.ErrEventNotFound):
+		return httpjson.Error(c, http.StatusNotFound, "event not found")
+	case errors.Is(err, jobs.ErrUnknownSource):
+		return httpjson.Error(c, http.StatusConflict, err.Error()+"; add the source to the config (or delete the item)")
+	}
+	a.log.Error("admin request failed", "method", c.Request().Method, "path", c.Path(), "error", err.Error())
+	if dberr.Unavailable(err) {
+		return httpjson.Error(c, http.StatusServiceUnavailable, "database unavailable; try again")
+	}
+	return httpjson.Error(c, http.StatusInternalServerError, "internal error")
+}
+
+// list answers GET /admin/dead: a page of dead items, newest first.
+func (a *api) list(c echo.Context) error {
+	q := c.QueryParams()
+	f, err := filterOf(q.Get("source"), q.Get("reason"), q.Get("event_type"), q.Get("since"), q.Get("until"))
+	if err != nil {
+		return a.fail(c, err)
+	}
+	limit, err := limitOf(q.Get("limit"))
+	if err != nil {
+		return a.fail(c, err)
+	}
+	var after *jobs.DeadKey
+	if v := q.Get("cursor"); v != "" {
+		if after, err = decodeCursor(v); err != nil {
+			return a.fail(c, err)
+		}
+	}
+	items, more, err := a.dead.List(c.Request().Context(), f, after, limit)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	out := deadItemList{Items: make([]deadItem, len(items))}
+	for i := range items {
+		out.Items[i] = itemOf(&items[i])
+	}
+	if more {
+		last := items[len(items)-1]
+		out.NextCursor = encodeCursor(jobs.DeadKey{DeadAt: last.DeadAt, ID: last.ID})
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// deadID parses the {id} segment; anything but a positive integer names no
+// item, so it is a 404 like an id that does not exist.
+func deadID(c echo.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, jobs.ErrDeadItemNotFound
+	}
+	return id, nil
+}
+
+// show answers GET /admin/dead/{id}: the item with its headers and payload.
+func (a *api) show(c echo.Context) error {
+	id, err := deadID(c)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	it, err := a.dead.Get(c.Request().Context(), id)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	out := deadItemDetail{deadItem: itemOf(it), ContentType: it.ContentType, Headers: it.Headers, Payload: string(it.Payload)}
+	if len(out.Headers) == 0 {
+		out.Headers = json.RawMessage("{}")
+	}
+	if !utf8.Valid(it.Payload) {
+		out.Payload, out.PayloadEncoding = base64.StdEncoding.EncodeToString(it.Payload), "base64"
+	}
+	if it.DeliveryID != nil {
+		d := strconv.FormatInt(*it.DeliveryID, 10)
+		out.DeliveryID = &d
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// delete answers DELETE /admin/dead/{id}: 204.
+func (a *api) delete(c echo.Context) error {
+	id, err := deadID(c)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	if err := a.dead.Delete(c.Request().Context(), id); err != nil {
+		return a.fail(c, err)
+	}
+	a.log.Info("operator deleted dead item", "dead_id", id)
+	return c.NoContent(http.StatusNoContent)
+}
+
+// retry answers POST /admin/dead/{id}/retry: 202, the event requeued.
+func (a *api) retry(c echo.Context) error {
+	id, err := deadID(c)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	r, err := a.dead.Retry(c.Request().Context(), id)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	a.log.Info("operator retry", "source", r.Source, "event_id", r.EventID, "dead_id", r.DeadID, "reason", r.Reason,
+		"job_id", r.JobID, "joined", r.Joined, "override_before", r.OverrideBefore)
+	return c.JSON(http.StatusAccepted, retryAnswer{Status: "requeued", Source: r.Source, EventID: r.EventID,
+		JobID: r.JobID, Joined: r.Joined, Override: true})
+}
+
+// maxBulkBody caps the body of a bulk request: a filter is small.
+const maxBulkBody = 64 << 10
+
+// readFilter reads the body of a bulk request; no body is the empty filter.
+func readFilter(c echo.Context) (jobs.DeadFilter, bool, error) {
+	var bf bulkFilter
+	dec := json.NewDecoder(io.LimitReader(c.Request().Body, maxBulkBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&bf); err != nil && !errors.Is(err, io.EOF) {
+		return jobs.DeadFilter{}, false, paramError{"body", "want a JSON object with source, reason, event_type, since, until, dry_run: " + err.Error()}
+	}
+	f, err := filterOf(bf.Source, bf.Reason, bf.EventType, bf.Since, bf.Until)
+	return f, bf.DryRun, err
+}
+
+// bulkRetry answers POST /admin/dead/retry.
+func (a *api) bulkRetry(c echo.Context) error {
+	f, dry, err := readFilter(c)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	if dry {
+		return a.dryRun(c, f)
+	}
+	res, err := a.dead.RetryAll(c.Request().Context(), f)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	a.log.Info("operator bulk retry", "filter", fmt.Sprintf("%+v", f), "matched", res.Matched, "retried", res.Done, "skipped", res.Skipped)
+	return c.JSON(http.StatusOK, bulkAnswer{Matched: res.Matched, Retried: &res.Done, Skipped: res.Skipped})
+}
+
+// bulkDelete answers POST /admin/dead/delete.
+func (a *api) bulkDelete(c echo.Context) error {
+	f, dry, err := readFilter(c)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	if dry {
+		return a.dryRun(c, f)
+	}
+	res, err := a.dead.DeleteAll(c.Request().Context(), f)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	a.log.Info("operator bulk delete", "filter", fmt.Sprintf("%+v", f), "matched", res.Matched, "deleted", res.Done)
+	return c.JSON(http.StatusOK, bulkAnswer{Matched: res.Matched, Deleted: &res.Done})
+}
+
+// dryRun answers a bulk request with dry_run: the count of matching items,
+// nothing changed.
+func (a *api) dryRun(c echo.Context, f jobs.DeadFilter) error {
+	n, err := a.dead.Count(c.Request().Context(), f)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	return c.JSON(http.StatusOK, bulkAnswer{Matched: n, DryRun: true})
+}
+
+// pathParam returns a path segment unescaped: echo matches on the raw path
+// when the URL has escapes (an event id with "/" arrives as %2F).
+func pathParam(c echo.Context, name string) string {
+	v := c.Param(name)
+	if c.Request().URL.RawPath != "" {
+		if u, err := url.PathUnescape(v); err == nil {
+			return u
+		}
+	}
+	return v
+}
+
+// event answers GET /admin/events/{source}/{event_id}.
+func (a *api) event(c echo.Context) error {
+	ev, err := a.events.Lookup(c.Request().Context(), pathParam(c, "source"), pathParam(c, "event_id"))
+	if err != nil {
+		return a.fail(c, err)
+	}
+	return c.JSON(http.StatusOK, eventOf(ev))
+}

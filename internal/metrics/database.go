@@ -1,0 +1,94 @@
+package metrics
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DatabaseStats is what the database metrics are read from (jobs.Stats).
+type DatabaseStats interface {
+	// DeadItems counts the dead set's items by (source, reason).
+	DeadItems(ctx context.Context) (map[[2]string]int64, error)
+	// Queue is the event queue's depth by state and the age in seconds of
+	// its oldest available job.
+	Queue(ctx context.Context) (byState map[string]int64, oldestAvailable float64, err error)
+}
+
+// scrapeTimeout bounds the database queries of one scrape, so a slow
+// database cannot hang it.
+const scrapeTimeout = 3 * time.Second
+
+// NewDatabaseCollector returns the collector of the metrics read from the
+// database, cached (NewCached: one set of queries at a time, reused for ttl;
+// DatabaseTTL in production):
+//
+//   - hookline_dead_items{source,reason}: items in the dead set now. A pair
+//     seen on an earlier scrape is reported as 0 once its items are gone, so
+//     the gauge drops to zero instead of going stale.
+//   - hookline_queue_jobs{state}: unfinished event jobs by state.
+//   - hookline_queue_oldest_available_seconds: how long the oldest event job
+//     ready to run has waited (0: none).
+//
+// A query that fails leaves its series out of the scrape (an absent series,
+// not a wrong zero) and is logged.
+func NewDatabaseCollector(db DatabaseStats, logger *slog.Logger, ttl time.Duration) prometheus.Collector {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return NewCached(ttl, &databaseCollector{db: db, log: logger, seen: map[[2]string]bool{},
+		dead: prometheus.NewDesc("hookline_dead_items", "Items in the dead set now, by source and reason.", []string{"source", "reason"}, nil),
+		jobs: prometheus.NewDesc("hookline_queue_jobs", "Event jobs in River's queue by state (unfinished states only).", []string{"state"}, nil),
+		lag:  prometheus.NewDesc("hookline_queue_oldest_available_seconds", "Age of the oldest event job ready to run and not yet taken (0: none).", nil, nil),
+	})
+}
+
+type databaseCollector struct {
+	db              DatabaseStats
+	log             *slog.Logger
+	dead, jobs, lag *prometheus.Desc
+
+	mu   sync.Mutex
+	seen map[[2]string]bool
+}
+
+func (c *databaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.dead
+	ch <- c.jobs
+	ch <- c.lag
+}
+
+func (c *databaseCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	if counts, err := c.db.DeadItems(ctx); err != nil {
+		c.log.Warn("hookline_dead_items: query failed; series omitted from this scrape", "error", err.Error())
+	} else {
+		c.mu.Lock()
+		for k := range counts {
+			c.seen[k] = true
+		}
+		for k := range c.seen {
+			ch <- prometheus.MustNewConstMetric(c.dead, prometheus.GaugeValue, float64(counts[k]), k[0], k[1])
+		}
+		c.mu.Unlock()
+	}
+	byState, lag, err := c.db.Queue(ctx)
+	if err != nil {
+		c.log.Warn("hookline_queue_jobs: query failed; series omitted from this scrape", "error", err.Error())
+		return
+	}
+	states := make([]string, 0, len(byState))
+	for s := range byState {
+		states = append(states, s)
+	}
+	sort.Strings(states)
+	for _, s := range states {
+		ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(byState[s]), s)
+	}
+	ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, lag)
+}

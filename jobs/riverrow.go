@@ -1,0 +1,227 @@
+package jobs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river/rivershared/uniquestates"
+)
+
+// River's table format, as hookline reads and writes it directly.
+//
+// hookline goes through River's API where it can (InsertManyTx, InsertTx,
+// JobRetryTx, JobCompleteTx). Where a statement of its own is cheaper — the
+// group committer inserts a batch's jobs in the statement that stores the
+// batch, the worker completes its job in the statement that completes the
+// event — or where River has no API (queue depth, the sweep's anti-join),
+// the SQL is built here and nowhere else: this file is the only one outside
+// the migrations that names a River table, column or function.
+// riverrow_test.go pins every piece to River's own behaviour for the River
+// version in go.mod; upgrading River re-runs it.
+
+// EventJob is an event's River job row as River's InsertManyTx writes it for
+// EventArgs with InsertOptsFor.
+type EventJob struct {
+	Args        []byte // EventArgs as JSON, as River encodes them
+	UniqueKey   []byte // River's unique key of the job
+	MaxAttempts int16  // River's attempt cap (RiverMaxAttempts)
+}
+
+// EventJobPriority is River's default priority, the one InsertOptsFor leaves.
+const EventJobPriority = 1
+
+// EventUniqueStates is UniqueStates as River stores them in a job row (a bitmask).
+var EventUniqueStates = uniquestates.UniqueStatesToBitmask(UniqueStates)
+
+// NewEventJob returns the job row of (source, eventID) for a source whose
+// destination allows maxAttempts attempts. The unique key is the part River
+// would otherwise compute: sha256 of "&kind=<kind>&args=<the unique args as a
+// sorted JSON object>", a value River keeps stable across versions because
+// existing rows hold it.
+func NewEventJob(source, eventID string, maxAttempts int) (EventJob, error) {
+	capAttempts := riverAttemptCap(maxAttempts)
+	if capAttempts > math.MaxInt16 {
+		return EventJob{}, fmt.Errorf("job attempt cap %d (max_attempts %d) does not fit River's max_attempts column (smallint)", capAttempts, maxAttempts)
+	}
+	// Each string encoded once, as encoding/json encodes it (River encodes
+	// args with json.Marshal); args and the unique key are built from them.
+	src, _ := json.Marshal(source) //nolint:errchkjson // a string always encodes
+	id, _ := json.Marshal(eventID) //nolint:errchkjson
+	// args: json.Marshal(EventArgs{Source: source, EventID: eventID}).
+	args := make([]byte, 0, 26+len(src)+len(id))
+	args = append(args, `{"source":`...)
+	args = append(args, src...)
+	args = append(args, `,"event_id":`...)
+	args = append(args, id...)
+	args = append(args, '}')
+	// River's unique args: the fields tagged river:"unique", sorted by JSON
+	// name, each with its value exactly as encoded in args.
+	k := make([]byte, 0, 64+len(id)+len(src))
+	k = append(k, uniqueKeyPrefix...)
+	k = append(k, id...)
+	k = append(k, `,"source":`...)
+	k = append(k, src...)
+	k = append(k, '}')
+	sum := sha256.Sum256(k)
+	return EventJob{Args: args, UniqueKey: sum[:], MaxAttempts: int16(capAttempts)}, nil
+}
+
+var uniqueKeyPrefix = "&kind=" + EventArgs{}.Kind() + `&args={"event_id":`
+
+// InsertEventJobsSQL is a statement, for use as a data-modifying common
+// table expression, that inserts event jobs as River's InsertManyTx would,
+// with River's conflict rule: a job for an event that already has one
+// waiting or running (River's unique index, "until executed") is not
+// inserted. rows is a query yielding (args, max_attempts, unique_key, ord):
+// NewEventJob's fields and the insertion order (the order rows are locked
+// in); p is the number of the first of
+// the parameters EventJobParams returns. Each row answers (source, event_id,
+// skipped): skipped is true for a job not inserted (a duplicate).
+func InsertEventJobsSQL(rows string, p int) string {
+	n := func(i int) string { return "$" + strconv.Itoa(p+i) }
+	return `INSERT INTO river_job (args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
+	SELECT r.args, now(), ` + n(3) + `, r.max_attempts, '{}', ` + n(0) + `, ` + n(1) + `, now(), 'available', '{}', r.unique_key, ` + n(2) + `::int::bit(8)
+	FROM (` + rows + `) AS r(args, max_attempts, unique_key, ord)
+	ORDER BY r.ord
+	ON CONFLICT (unique_key)
+		WHERE unique_key IS NOT NULL AND unique_states IS NOT NULL AND river_job_state_in_bitmask(unique_states, state)
+		DO UPDATE SET kind = river_job.kind
+	RETURNING args->>'source' AS source, args->>'event_id' AS event_id, xmax <> 0 AS skipped`
+}
+
+// EventJobParams are InsertEventJobsSQL's parameters: priority, queue,
+// unique states and kind.
+func EventJobParams() []any {
+	return []any{EventJobPriority, Queue, int32(EventUniqueStates), EventArgs{}.Kind()}
+}
+
+// InsertNotifySQL tells River's workers listening in the current schema that
+// jobs are available on the event queue, as River's insert does (River's
+// insert topic, "<schema>.river_insert", with the queue as JSON payload).
+// Without it a worker in another process still finds the jobs, at its next
+// poll (FetchPollInterval). Postgres delivers it at COMMIT, and not at all
+// if the transaction rolls back.
+const InsertNotifySQL = `SELECT pg_notify(coalesce(current_schema() || '.', '') || 'river_insert', '{"queue": "` + Queue + `"}')`
+
+// completeRunningJobSQL marks job id completed as river.JobCompleteTx would
+// (state completed, finalized_at), only while it is running; guard adds
+// conditions of the caller's. River's completer still reports the job after
+// Work returns, finds it no longer running and leaves it.
+func completeRunningJobSQL(id, guard string) string {
+	return `UPDATE river_job j SET state = 'completed', finalized_at = now()
+		WHERE j.id = ` + id + ` AND j.state = 'running' AND ` + guard
+}
+
+// joinJobSQL gives an active event job an operator's override: its args
+// ($2, an RFC 3339 time as JSON) are read afresh by every attempt.
+const joinJobSQL = `UPDATE river_job SET args = jsonb_set(args, '{override_before}', $2::jsonb) WHERE id = $1`
+
+// unfinishedStates are UniqueStates as a SQL list: the states of a job that
+// still counts as the event's active job.
+var unfinishedStates = func() string {
+	q := make([]string, len(UniqueStates))
+	for i, s := range UniqueStates {
+		q[i] = "'" + string(s) + "'"
+	}
+	return strings.Join(q, ", ")
+}()
+
+// hasActiveJobSQL is a condition true when the event (source, eventID: SQL
+// expressions) has an active job. It probes River's args index.
+func hasActiveJobSQL(source, eventID string) string {
+	return `EXISTS (SELECT 1 FROM river_job j
+			WHERE j.kind = '` + EventArgs{}.Kind() + `'
+			  AND j.args @> jsonb_build_object('source', ` + source + `, 'event_id', ` + eventID + `)
+			  AND j.state IN (` + unfinishedStates + `))`
+}
+
+// QueueStats is the event queue's depth and lag.
+type QueueStats struct {
+	// ByState counts unfinished event jobs by River state (available,
+	// pending, retryable, running, scheduled; 0 when none).
+	ByState map[string]int64
+	// OldestAvailableSeconds is how long the oldest available event job has
+	// been ready to run without being taken (0 when none).
+	OldestAvailableSeconds float64
+}
+
+// ReadQueueStats reads the event queue's depth and lag (run it in a
+// read-only transaction for one snapshot). Finished jobs (River's history)
+// are not counted: that would scan a large table.
+func ReadQueueStats(ctx context.Context, q Querier) (QueueStats, error) {
+	st := QueueStats{ByState: map[string]int64{}}
+	for _, s := range UniqueStates {
+		st.ByState[string(s)] = 0
+	}
+	rows, err := q.Query(ctx, `SELECT state::text, count(*) FROM river_job
+		WHERE kind = $1 AND state IN (`+unfinishedStates+`) GROUP BY 1`, EventArgs{}.Kind())
+	if err != nil {
+		return st, err
+	}
+	var s string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&s, &n}, func() error { st.ByState[s] = n; return nil }); err != nil {
+		return st, err
+	}
+	err = q.QueryRow(ctx, `SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(scheduled_at))::float8, 0) FROM river_job
+		WHERE kind = $1 AND state = 'available' AND scheduled_at <= now()`, EventArgs{}.Kind()).Scan(&st.OldestAvailableSeconds)
+	st.OldestAvailableSeconds = max(st.OldestAvailableSeconds, 0)
+	return st, err
+}
+
+// Querier runs a query: a pool, a connection or a transaction.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// JobStats describes the event jobs River holds, for harnesses that check
+// hookline's promises from outside (the chaos test, the benchmark).
+type JobStats struct {
+	Total      int // every event job row
+	Unfinished int // available, pending, retryable, running or scheduled
+	Abandoned  int // discarded or cancelled: River gave up on them
+	Rescued    int // jobs River's rescuer found stuck (their worker died)
+	// LatestAttempts is, per event ("source:event_id"), the attempt count
+	// River recorded on its newest job.
+	LatestAttempts map[string]int
+}
+
+// ReadJobStats reads JobStats; withAttempts also fills LatestAttempts (one
+// row per event).
+func ReadJobStats(ctx context.Context, q Querier, withAttempts bool) (JobStats, error) {
+	var st JobStats
+	err := q.QueryRow(ctx, `SELECT count(*),
+			count(*) FILTER (WHERE state IN (`+unfinishedStates+`)),
+			count(*) FILTER (WHERE state IN ('discarded', 'cancelled')),
+			(SELECT count(DISTINCT id) FROM river_job, unnest(errors) e WHERE kind = $1 AND e->>'error' LIKE 'Stuck job rescued%')
+		FROM river_job WHERE kind = $1`, EventArgs{}.Kind()).Scan(&st.Total, &st.Unfinished, &st.Abandoned, &st.Rescued)
+	if err != nil || !withAttempts {
+		return st, err
+	}
+	rows, err := q.Query(ctx, `SELECT DISTINCT ON (args->>'source', args->>'event_id') args->>'source' || ':' || (args->>'event_id'), attempt
+		FROM river_job WHERE kind = $1 ORDER BY args->>'source', args->>'event_id', id DESC`, EventArgs{}.Kind())
+	if err != nil {
+		return st, err
+	}
+	st.LatestAttempts = map[string]int{}
+	var key string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&key, &n}, func() error { st.LatestAttempts[key] = n; return nil })
+	return st, err
+}
+
+// AnyUnfinishedJob reports whether an event job is still waiting or
+// running. It stops at the first one it finds.
+func AnyUnfinishedJob(ctx context.Context, q Querier) (bool, error) {
+	var any bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM river_job
+		WHERE state IN (`+unfinishedStates+`) AND queue = $1)`, Queue).Scan(&any)
+	return any, err
+}

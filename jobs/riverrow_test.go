@@ -1,0 +1,231 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookline/hookline/internal/pgtest"
+	"github.com/hookline/hookline/jobs"
+)
+
+// River's table format as hookline writes and reads it (riverrow.go),
+// pinned to River's own behaviour for the River version in go.mod.
+
+// NewEventJob is the row River's InsertManyTx writes for the same job: args,
+// unique key, unique states, attempt cap, priority, queue and kind, for ids
+// that JSON must escape too.
+func TestEventJobMatchesRiver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	type job struct {
+		source, id  string
+		maxAttempts int
+	}
+	cases := []job{
+		{"stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy", 10},
+		{"paddle", "ntf_01hv8x2a", 1},
+		{`we "quote" \ and <tag>&`, `id "with" \ <&> é ☃ 😀` + "\u2028\u2029\t\n", 5000},
+		{"s", "", 300},
+	}
+	var params []river.InsertManyParams
+	for _, c := range cases {
+		params = append(params, river.InsertManyParams{Args: jobs.EventArgs{Source: c.source, EventID: c.id}, InsertOpts: jobs.InsertOptsFor(c.maxAttempts)})
+	}
+	_, err = rc.InsertMany(ctx, params)
+	require.NoError(t, err)
+	for _, c := range cases {
+		var got struct {
+			key                           []byte
+			states, maxAttempts, priority int
+			queue, kind                   string
+		}
+		require.NoError(t, pool.QueryRow(ctx, `SELECT unique_key, unique_states::int, max_attempts, priority, queue, kind
+			FROM river_job WHERE args->>'source' = $1 AND args->>'event_id' = $2`, c.source, c.id).
+			Scan(&got.key, &got.states, &got.maxAttempts, &got.priority, &got.queue, &got.kind))
+		want, err := jobs.NewEventJob(c.source, c.id, c.maxAttempts)
+		require.NoError(t, err)
+		require.Equal(t, want.UniqueKey, got.key, "unique key of %+v", c)
+		require.Equal(t, int(jobs.EventUniqueStates), got.states)
+		require.Equal(t, int(want.MaxAttempts), got.maxAttempts)
+		require.Equal(t, jobs.EventJobPriority, got.priority)
+		require.Equal(t, jobs.Queue, got.queue)
+		require.Equal(t, jobs.EventArgs{}.Kind(), got.kind)
+		var same bool
+		require.NoError(t, pool.QueryRow(ctx, `SELECT $1::jsonb = args FROM river_job WHERE unique_key = $2`, string(want.Args), want.UniqueKey).Scan(&same))
+		require.True(t, same, "args %s", want.Args)
+	}
+	_, err = jobs.NewEventJob("s", "x", 9000)
+	require.ErrorContains(t, err, "smallint", "an attempt cap River could not store")
+}
+
+// An event's job row, for a statement that inserts it itself; the unique
+// key is what River computes for EventArgs.
+func ExampleNewEventJob() {
+	j, err := jobs.NewEventJob("stripe", "evt_123", 10)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%s\n%d-byte unique key, states %08b, max_attempts %d\n", j.Args, len(j.UniqueKey), jobs.EventUniqueStates, j.MaxAttempts)
+	// Output:
+	// {"source":"stripe","event_id":"evt_123"}
+	// 32-byte unique key, states 11110001, max_attempts 1000
+}
+
+// NewEventJob's args are json.Marshal(EventArgs), byte for byte, and its
+// attempt cap InsertOptsFor's.
+func TestEventJobArgsAreEventArgs(t *testing.T) {
+	t.Parallel()
+	for _, c := range [][2]string{{"stripe", "evt_1"}, {`q"<&>\`, "é☃ 😀\u2028\x01"}, {"", ""}, {"a\xffb", "\xed\xa0\x80"}} {
+		for _, maxAttempts := range []int{1, 10, 250, 251, 8000} {
+			j, err := jobs.NewEventJob(c[0], c[1], maxAttempts)
+			require.NoError(t, err)
+			want, err := json.Marshal(jobs.EventArgs{Source: c[0], EventID: c[1]})
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(j.Args))
+			require.Equal(t, jobs.InsertOptsFor(maxAttempts).MaxAttempts, int(j.MaxAttempts))
+		}
+	}
+}
+
+// InsertEventJobsSQL writes the rows River's InsertManyTx writes, column for
+// column, and follows River's conflict rule: no second job while one is
+// waiting or running (skipped), a new one once the first finished.
+func TestInsertEventJobsIsRiversInsert(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	insert := func(events ...string) map[string]bool {
+		t.Helper()
+		var args, keys [][]byte
+		var maxes []int16
+		for _, id := range events {
+			j, err := jobs.NewEventJob("mine", id, 7)
+			require.NoError(t, err)
+			args, keys, maxes = append(args, j.Args), append(keys, j.UniqueKey), append(maxes, j.MaxAttempts)
+		}
+		sql := `WITH job AS (` + jobs.InsertEventJobsSQL(`SELECT a, m, k, o FROM unnest($1::jsonb[], $2::int2[], $3::bytea[]) WITH ORDINALITY AS u(a, m, k, o)`, 4) + `)
+			SELECT event_id, skipped FROM job`
+		rows, err := pool.Query(ctx, sql, append([]any{args, maxes, keys}, jobs.EventJobParams()...)...)
+		require.NoError(t, err)
+		skipped := map[string]bool{}
+		var id string
+		var s bool
+		_, err = pgx.ForEachRow(rows, []any{&id, &s}, func() error { skipped[id] = s; return nil })
+		require.NoError(t, err)
+		return skipped
+	}
+	theirs := func(events ...string) map[string]bool {
+		t.Helper()
+		var params []river.InsertManyParams
+		for _, id := range events {
+			params = append(params, river.InsertManyParams{Args: jobs.EventArgs{Source: "theirs", EventID: id}, InsertOpts: jobs.InsertOptsFor(7)})
+		}
+		res, err := rc.InsertMany(ctx, params)
+		require.NoError(t, err)
+		skipped := map[string]bool{}
+		for i, r := range res {
+			skipped[events[i]] = r.UniqueSkippedAsDuplicate
+		}
+		return skipped
+	}
+	require.Equal(t, map[string]bool{"a": false, "b": false}, insert("a", "b"))
+	require.Equal(t, map[string]bool{"a": false, "b": false}, theirs("a", "b"))
+	require.Equal(t, map[string]bool{"a": true}, insert("a"), "a job waiting: a duplicate")
+	require.Equal(t, map[string]bool{"a": true}, theirs("a"))
+	_, err = pool.Exec(ctx, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE args->>'event_id' = 'a'`)
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"a": false}, insert("a"), "the job finished: a new one")
+	require.Equal(t, map[string]bool{"a": false}, theirs("a"))
+
+	rows, err := pool.Query(ctx, `SELECT (to_jsonb(j) - 'id' - 'created_at' - 'scheduled_at' - 'finalized_at' - 'args' - 'unique_key')::text, args->>'source'
+		FROM river_job j ORDER BY args->>'source', args->>'event_id', id`)
+	require.NoError(t, err)
+	bySource := map[string][]string{}
+	var row, source string
+	_, err = pgx.ForEachRow(rows, []any{&row, &source}, func() error { bySource[source] = append(bySource[source], row); return nil })
+	require.NoError(t, err)
+	require.Len(t, bySource["mine"], 3)
+	require.Equal(t, bySource["theirs"], bySource["mine"], "every column but the times and what depends on the source (args, unique key: TestEventJobMatchesRiver)")
+}
+
+// The insert notification is the one River's own insert sends: its topic
+// and payload, which River's listener in another process subscribes to.
+func TestInsertNotifyIsRivers(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool := pgtest.NewPool(t)
+	l := riverpgxv5.New(pool).GetListener(&riverdriver.GetListenenerParams{})
+	require.NoError(t, l.Connect(ctx))
+	defer func() { _ = l.Close(context.Background()) }()
+	require.NoError(t, l.Listen(ctx, "river_insert")) // River's notifier.NotificationTopicInsert
+	_, err := pool.Exec(ctx, jobs.InsertNotifySQL)
+	require.NoError(t, err)
+	n, err := l.WaitForNotification(ctx)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"queue": "`+jobs.Queue+`"}`, n.Payload)
+}
+
+// The worker's completion of its job leaves the row as River's
+// JobCompleteTx does; the queue and job statistics read River's states.
+func TestCompletionAndStatsReadRiversRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	var ids []int64
+	for _, id := range []string{"x", "y", "later"} {
+		o := jobs.InsertOptsFor(3)
+		if id == "later" {
+			o.ScheduledAt = time.Now().Add(time.Hour)
+		}
+		res, err := rc.Insert(ctx, jobs.EventArgs{Source: "s", EventID: id}, o)
+		require.NoError(t, err)
+		ids = append(ids, res.Job.ID)
+	}
+	_, err = pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() WHERE id = ANY($1)`, ids[:2])
+	require.NoError(t, err)
+
+	st, err := jobs.ReadJobStats(ctx, pool, true)
+	require.NoError(t, err)
+	require.Equal(t, jobs.JobStats{Total: 3, Unfinished: 3, LatestAttempts: map[string]int{"s:x": 1, "s:y": 1, "s:later": 0}}, st)
+	active, err := jobs.AnyUnfinishedJob(ctx, pool)
+	require.NoError(t, err)
+	require.True(t, active)
+
+	require.NoError(t, jobs.CompleteRunningJobForTest(ctx, pool, ids[0]))
+	// What River's completer (and JobCompleteTx) run for a completed job.
+	done := riverdriver.JobSetStateCompleted(ids[1], time.Now(), nil)
+	_, err = riverpgxv5.New(pool).GetExecutor().JobSetStateIfRunningMany(ctx, &riverdriver.JobSetStateIfRunningManyParams{
+		ID: []int64{done.ID}, Attempt: []*int{done.Attempt}, ErrData: [][]byte{done.ErrData}, FinalizedAt: []*time.Time{done.FinalizedAt},
+		MetadataDoMerge: []bool{false}, MetadataUpdates: [][]byte{nil}, ScheduledAt: []*time.Time{done.ScheduledAt},
+		State: []rivertype.JobState{done.State},
+	})
+	require.NoError(t, err)
+	var same bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT a.state = b.state AND a.finalized_at IS NOT NULL AND b.finalized_at IS NOT NULL
+		AND (to_jsonb(a) - 'id' - 'args' - 'finalized_at' - 'created_at' - 'scheduled_at' - 'unique_key' - 'attempted_at')
+		  = (to_jsonb(b) - 'id' - 'args' - 'finalized_at' - 'created_at' - 'scheduled_at' - 'unique_key' - 'attempted_at')
+		FROM river_job a, river_job b WHERE a.id = $1 AND b.id = $2`, ids[0], ids[1]).Scan(&same))
+	require.True(t, same, "the worker's completion and River's leave the same row")
+
+	qs, err := jobs.ReadQueueStats(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"available": 0, "pending": 0, "retryable": 0, "running": 0, "scheduled": 1}, qs.ByState)
+}
