@@ -43,11 +43,15 @@ type Config struct {
 	// River inserts the jobs of operator retries and backs the River UI; an
 	// insert-only client is enough. Required unless Token is empty.
 	River *river.Client[pgx.Tx]
-	// MaxAttempts returns a source's destination.max_attempts (the fresh
-	// budget of an operator retry), false for a source not configured: its
-	// items are not retried (409 for one, skipped in bulk). Required unless
-	// Token is empty.
-	MaxAttempts func(source string) (int, bool)
+	// MaxAttempts returns a destination's max_attempts (the fresh budget of
+	// an operator retry), false for a destination not configured: its items
+	// are not retried (409 for one, skipped in bulk). Required unless Token
+	// is empty.
+	MaxAttempts func(source, destination string) (int, bool)
+	// Destinations are the configured destinations, for GET
+	// /admin/destinations and pause and resume (a destination not listed is
+	// a 404 there).
+	Destinations []jobs.DestinationName
 	// Logger records operator actions and failed requests; nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -69,13 +73,16 @@ type Config struct {
 //
 // Routes (JSON; errors are {"error": "..."}):
 //
-//	GET    /admin/dead?source=&reason=&event_type=&since=&until=&limit=&cursor=
+//	GET    /admin/dead?source=&destination=&reason=&event_type=&since=&until=&limit=&cursor=
 //	GET    /admin/dead/{id}
 //	POST   /admin/dead/{id}/retry     202 {"status":"requeued", ...}
 //	DELETE /admin/dead/{id}           204
-//	POST   /admin/dead/retry          bulk, body {"source","reason","event_type","since","until","dry_run"}
+//	POST   /admin/dead/retry          bulk, body {"source","destination","reason","event_type","since","until","dry_run"}
 //	POST   /admin/dead/delete         bulk, same body
 //	GET    /admin/events/{source}/{event_id}
+//	GET    /admin/destinations
+//	POST   /admin/destinations/{source}/{name}/pause    202
+//	POST   /admin/destinations/{source}/{name}/resume   202
 //	*      /admin/river/...           River UI
 //
 // A bulk filter with no fields matches the whole dead set; unknown fields are
@@ -105,7 +112,8 @@ func Mount(e *echo.Echo, cfg Config) error {
 	}
 	g := e.Group("/admin")
 	g.Use(jsonErrors, bearerAuth(cfg.Token))
-	(&api{dead: dead, events: jobs.NewEvents(cfg.Pool), log: cfg.Logger}).routes(g)
+	(&api{dead: dead, events: jobs.NewEvents(cfg.Pool), log: cfg.Logger,
+		dests: jobs.NewDestinations(cfg.Pool, cfg.River, cfg.Destinations)}).routes(g)
 	if ui != nil {
 		mountRiverUI(g, ui)
 	}
@@ -144,4 +152,7 @@ func (a *api) routes(g *echo.Group) {
 	g.POST("/dead/retry", a.bulkRetry)
 	g.POST("/dead/delete", a.bulkDelete)
 	g.GET("/events/:source/:event_id", a.event)
+	g.GET("/destinations", a.destinations)
+	g.POST("/destinations/:source/:name/pause", a.pause)
+	g.POST("/destinations/:source/:name/resume", a.resume)
 }

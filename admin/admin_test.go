@@ -97,7 +97,7 @@ func adminSetup(t *testing.T, o adminOpts) *adminBundle {
 		maxAttempts[s.Name] = s.MaxAttempts
 	}
 	require.NoError(t, admin.Mount(srv.Echo(), admin.Config{Token: token, Pool: pool, River: rc, Logger: logger, Context: t.Context(),
-		MaxAttempts: func(source string) (int, bool) { n, ok := maxAttempts[source]; return n, ok }}))
+		MaxAttempts: func(source, _ string) (int, bool) { n, ok := maxAttempts[source]; return n, ok }}))
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	return &adminBundle{pool: pool, river: rc, url: hs.URL, server: srv}
@@ -207,8 +207,9 @@ func insertDeadEvents(t testing.TB, pool *pgxpool.Pool, source string, n int) {
 			SELECT $1, 'application/json', '{"Content-Type":["application/json"]}', convert_to('{"id":"evt_' || i || '","type":"t"}', 'UTF8')
 			FROM generate_series(1, $2) i
 			RETURNING id, convert_from(body, 'UTF8')::jsonb->>'id' AS eid, body),
-		e AS (INSERT INTO hookline_events (source, event_id, event_type, state, delivery_id, attempts, last_error)
-			SELECT $1, eid, 't', 'dead', id, 1, 'destination answered 500' FROM d)
+		e AS (INSERT INTO hookline_events (source, event_id, event_type, delivery_id) SELECT $1, eid, 't', id FROM d),
+		r AS (INSERT INTO hookline_event_destinations (source, event_id, destination, state, delivery_id, attempts, last_error)
+			SELECT $1, eid, 'default', 'dead', id, 1, 'destination answered 500' FROM d)
 		INSERT INTO hookline_dead (source, event_id, event_type, reason, attempts, last_error, delivery_id, content_type, headers, payload)
 		SELECT $1, eid, 't', 'failed', 1, 'destination answered 500', id, 'application/json', '{"Content-Type":["application/json"]}', body FROM d`,
 		source, n)
@@ -540,7 +541,7 @@ func TestAdminBulkRetryOf500FailedItems(t *testing.T) {
 
 	require.Eventually(t, func() bool {
 		var n int
-		require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM hookline_events WHERE source = 's' AND state = 'completed'`).Scan(&n))
+		require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM hookline_event_states WHERE source = 's' AND state = 'completed'`).Scan(&n))
 		return n == 500
 	}, 60*time.Second, 50*time.Millisecond)
 	require.Zero(t, b.deadCount(t, "source = 's'"))
@@ -617,7 +618,7 @@ func TestAdminRetryJoinsActiveJob(t *testing.T) {
 
 	opts := jobs.InsertOptsFor(3)
 	opts.ScheduledAt = time.Now().Add(time.Hour)
-	waiting, err := b.river.Insert(context.Background(), jobs.EventArgs{Source: "s", EventID: "evt_join"}, opts)
+	waiting, err := b.river.Insert(context.Background(), jobs.EventArgs{Source: "s", EventID: "evt_join", Destination: jobs.DefaultDestination}, opts)
 	require.NoError(t, err)
 	require.False(t, waiting.UniqueSkippedAsDuplicate)
 
@@ -778,12 +779,14 @@ func TestAdminEventLookup(t *testing.T) {
 		// queued, waiting for a retry.
 		ctx := context.Background()
 		_, err := b.pool.Exec(ctx, `WITH d AS (INSERT INTO hookline_deliveries (source, body) VALUES ('x', '{}') RETURNING id)
-			INSERT INTO hookline_events (source, event_id, state, delivery_id) SELECT 'x', e, 'queued', d.id FROM d,
+			, e AS (INSERT INTO hookline_events (source, event_id, delivery_id) SELECT 'x', e, d.id FROM d,
+			(VALUES ('evt_q'), ('evt_stale'), ('evt_live')) AS v(e))
+			INSERT INTO hookline_event_destinations (source, event_id, destination, delivery_id) SELECT 'x', e, 'default', d.id FROM d,
 			(VALUES ('evt_q'), ('evt_stale'), ('evt_live')) AS v(e)`)
 		require.NoError(t, err)
 		_, err = b.pool.Exec(ctx, `INSERT INTO hookline_claims (key, state, expires_at) VALUES
-			('hookline:x:evt_stale', 'processing', now() - interval '1 second'),
-			('hookline:x:evt_live', 'processing', now() + interval '1 minute')`)
+			('hookline:x:default:evt_stale', 'processing', now() - interval '1 second'),
+			('hookline:x:default:evt_live', 'processing', now() + interval '1 minute')`)
 		require.NoError(t, err)
 		require.Equal(t, "queued", b.eventState(t, "x", "evt_q")["state"])
 		require.Equal(t, "queued", b.eventState(t, "x", "evt_stale")["state"])

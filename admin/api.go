@@ -23,6 +23,7 @@ import (
 type api struct {
 	dead   *jobs.DeadSet
 	events *jobs.Events
+	dests  *jobs.Destinations
 	log    *slog.Logger
 }
 
@@ -36,6 +37,8 @@ func (a *api) fail(c echo.Context, err error) error {
 		return httpjson.Error(c, http.StatusNotFound, "dead item not found")
 	case errors.Is(err, jobs.ErrEventNotFound):
 		return httpjson.Error(c, http.StatusNotFound, "event not found")
+	case errors.Is(err, jobs.ErrUnknownDestination):
+		return httpjson.Error(c, http.StatusNotFound, err.Error())
 	case errors.Is(err, jobs.ErrUnknownSource):
 		return httpjson.Error(c, http.StatusConflict, err.Error()+"; add the source to the config (or delete the item)")
 	}
@@ -49,7 +52,7 @@ func (a *api) fail(c echo.Context, err error) error {
 // list answers GET /admin/dead: a page of dead items, newest first.
 func (a *api) list(c echo.Context) error {
 	q := c.QueryParams()
-	f, err := filterOf(q.Get("source"), q.Get("reason"), q.Get("event_type"), q.Get("since"), q.Get("until"))
+	f, err := filterOf(q.Get("source"), q.Get("destination"), q.Get("reason"), q.Get("event_type"), q.Get("since"), q.Get("until"))
 	if err != nil {
 		return a.fail(c, err)
 	}
@@ -152,7 +155,7 @@ func readFilter(c echo.Context) (jobs.DeadFilter, bool, error) {
 	if err := dec.Decode(&bf); err != nil && !errors.Is(err, io.EOF) {
 		return jobs.DeadFilter{}, false, paramError{"body", "want a JSON object with source, reason, event_type, since, until, dry_run: " + err.Error()}
 	}
-	f, err := filterOf(bf.Source, bf.Reason, bf.EventType, bf.Since, bf.Until)
+	f, err := filterOf(bf.Source, bf.Destination, bf.Reason, bf.EventType, bf.Since, bf.Until)
 	return f, bf.DryRun, err
 }
 
@@ -219,4 +222,36 @@ func (a *api) event(c echo.Context) error {
 		return a.fail(c, err)
 	}
 	return c.JSON(http.StatusOK, eventOf(ev))
+}
+
+// destinations answers GET /admin/destinations.
+func (a *api) destinations(c echo.Context) error {
+	list, err := a.dests.List(c.Request().Context())
+	if err != nil {
+		return a.fail(c, err)
+	}
+	items := make([]destinationAnswer, len(list))
+	for i, d := range list {
+		items[i] = destinationOf(d)
+	}
+	return c.JSON(http.StatusOK, destinationList{Items: items})
+}
+
+// pause answers POST /admin/destinations/{source}/{name}/pause.
+func (a *api) pause(c echo.Context) error { return a.setPaused(c, true) }
+
+// resume answers POST /admin/destinations/{source}/{name}/resume.
+func (a *api) resume(c echo.Context) error { return a.setPaused(c, false) }
+
+func (a *api) setPaused(c echo.Context, pause bool) error {
+	source, name := pathParam(c, "source"), pathParam(c, "name")
+	set, status := a.dests.Resume, "resumed"
+	if pause {
+		set, status = a.dests.Pause, "paused"
+	}
+	if err := set(c.Request().Context(), source, name); err != nil {
+		return a.fail(c, err)
+	}
+	a.log.Info("destination "+status+" by an operator", "source", source, "destination", name)
+	return c.JSON(http.StatusAccepted, map[string]string{"status": status, "source": source, "name": name})
 }

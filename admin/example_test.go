@@ -38,7 +38,7 @@ func ExampleMount() {
 		Token:       "s3cret", // in production: admin_token
 		Pool:        pool,
 		River:       rc,
-		MaxAttempts: func(source string) (int, bool) { n, ok := budgets[source]; return n, ok },
+		MaxAttempts: func(source, _ string) (int, bool) { n, ok := budgets[source]; return n, ok },
 		Logger:      slog.New(slog.DiscardHandler),
 		Context:     ctx,
 	})

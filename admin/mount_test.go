@@ -26,7 +26,7 @@ func TestMountConfig(t *testing.T) {
 	t.Cleanup(pool.Close)
 	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	budget := func(string) (int, bool) { return 10, true }
+	budget := func(string, string) (int, bool) { return 10, true }
 
 	for want, cfg := range map[string]admin.Config{
 		"admin: Config.Pool is required":                                                                               {Token: "t", River: rc, MaxAttempts: budget, NoRiverUI: true},
@@ -68,7 +68,7 @@ func TestAdminOwnRouter(t *testing.T) {
 	require.NoError(t, err)
 	e := echo.New()
 	require.NoError(t, admin.Mount(e, admin.Config{Token: adminToken, Pool: pool, River: rc, Logger: logger, Context: t.Context(),
-		MaxAttempts: func(string) (int, bool) { return 0, false }}))
+		MaxAttempts: func(string, string) (int, bool) { return 0, false }}))
 	hs := httptest.NewServer(e)
 	t.Cleanup(hs.Close)
 

@@ -18,14 +18,15 @@ func (e paramError) Error() string { return e.name + ": " + e.msg }
 
 // deadItem is a dead item in the admin API. Ids are strings.
 type deadItem struct {
-	ID        string    `json:"id"`
-	Source    string    `json:"source"`
-	EventID   string    `json:"event_id"`
-	EventType string    `json:"event_type"`
-	Reason    string    `json:"reason"`
-	Attempts  int       `json:"attempts"`
-	LastError string    `json:"last_error"`
-	DeadAt    time.Time `json:"dead_at"`
+	ID          string    `json:"id"`
+	Source      string    `json:"source"`
+	EventID     string    `json:"event_id"`
+	Destination string    `json:"destination"`
+	EventType   string    `json:"event_type"`
+	Reason      string    `json:"reason"`
+	Attempts    int       `json:"attempts"`
+	LastError   string    `json:"last_error"`
+	DeadAt      time.Time `json:"dead_at"`
 }
 
 // deadItemDetail is a dead item with its payload: GET /admin/dead/{id}.
@@ -63,12 +64,13 @@ type retryAnswer struct {
 // bulkFilter is the body of POST /admin/dead/retry and /admin/dead/delete.
 // No fields: the whole dead set.
 type bulkFilter struct {
-	Source    string `json:"source,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	EventType string `json:"event_type,omitempty"`
-	Since     string `json:"since,omitempty"` // RFC 3339, dead_at >= since
-	Until     string `json:"until,omitempty"` // RFC 3339, dead_at < until
-	DryRun    bool   `json:"dry_run,omitempty"`
+	Source      string `json:"source,omitempty"`
+	Destination string `json:"destination,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	EventType   string `json:"event_type,omitempty"`
+	Since       string `json:"since,omitempty"` // RFC 3339, dead_at >= since
+	Until       string `json:"until,omitempty"` // RFC 3339, dead_at < until
+	DryRun      bool   `json:"dry_run,omitempty"`
 }
 
 // bulkAnswer answers a bulk retry or delete. Matched counts the items that
@@ -95,10 +97,61 @@ type eventAnswer struct {
 	CompletedAt *time.Time `json:"completed_at"` // null until completion
 	LastError   *string    `json:"last_error"`
 	DeadItemID  *string    `json:"dead_item_id"`
+	// Destinations are the destinations the event matched ([] for none).
+	Destinations []eventDestination `json:"destinations"`
+	// AttemptsLog is every attempt, oldest first.
+	AttemptsLog []attemptAnswer `json:"attempts_log"`
+}
+
+// eventDestination is one destination of an event in its lookup.
+type eventDestination struct {
+	Name        string     `json:"name"`
+	State       string     `json:"state"` // queued | processing | completed | dead
+	Attempts    int        `json:"attempts"`
+	LastError   *string    `json:"last_error"`
+	CompletedAt *time.Time `json:"completed_at"`
+}
+
+// attemptAnswer is one attempt in an event's attempts log. Status is the
+// destination's HTTP status, 0 when it did not answer (and for Go handlers).
+type attemptAnswer struct {
+	N           int       `json:"n"`
+	Destination string    `json:"destination"`
+	At          time.Time `json:"at"`
+	Status      int       `json:"status"`
+	DurationMS  int       `json:"duration_ms"`
+	Error       string    `json:"error"`
+}
+
+// destinationList answers GET /admin/destinations.
+type destinationList struct {
+	Items []destinationAnswer `json:"items"`
+}
+
+// destinationAnswer is one destination's shared state.
+type destinationAnswer struct {
+	Source        string     `json:"source"`
+	Name          string     `json:"name"`
+	State         string     `json:"state"` // active | paused | open | half_open
+	Queued        int64      `json:"queued"`
+	InFlight      int64      `json:"in_flight"`
+	FailureStreak int        `json:"failure_streak"`
+	LastError     *string    `json:"last_error"`
+	PausedAt      *time.Time `json:"paused_at"`
+}
+
+func destinationOf(d jobs.DestinationInfo) destinationAnswer {
+	out := destinationAnswer{Source: d.Source, Name: d.Name, State: d.State, Queued: d.Queued, InFlight: d.InFlight,
+		FailureStreak: d.FailureStreak, LastError: d.LastError}
+	if d.PausedAt != nil {
+		t := d.PausedAt.UTC()
+		out.PausedAt = &t
+	}
+	return out
 }
 
 func itemOf(it *jobs.DeadItem) deadItem {
-	return deadItem{ID: strconv.FormatInt(it.ID, 10), Source: it.Source, EventID: it.EventID, EventType: it.EventType,
+	return deadItem{ID: strconv.FormatInt(it.ID, 10), Source: it.Source, EventID: it.EventID, Destination: it.Destination, EventType: it.EventType,
 		Reason: it.Reason, Attempts: it.Attempts, LastError: it.LastError, DeadAt: it.DeadAt.UTC()}
 }
 
@@ -113,7 +166,23 @@ func eventOf(ev *jobs.EventStatus) eventAnswer {
 		id := strconv.FormatInt(*ev.DeadItemID, 10)
 		out.DeadItemID = &id
 	}
+	out.Destinations = make([]eventDestination, len(ev.Destinations))
+	for i, d := range ev.Destinations {
+		out.Destinations[i] = eventDestination{Name: d.Name, State: d.State, Attempts: d.Attempts, LastError: d.LastError, CompletedAt: utc(d.CompletedAt)}
+	}
+	out.AttemptsLog = make([]attemptAnswer, len(ev.AttemptsLog))
+	for i, a := range ev.AttemptsLog {
+		out.AttemptsLog[i] = attemptAnswer{N: a.N, Destination: a.Destination, At: a.At.UTC(), Status: a.Status, DurationMS: a.DurationMS, Error: a.Error}
+	}
 	return out
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 func parseTime(name, v string) (time.Time, error) {
@@ -128,8 +197,8 @@ func parseTime(name, v string) (time.Time, error) {
 }
 
 // filterOf is the dead-set filter of a list query or a bulk body.
-func filterOf(source, reason, eventType, since, until string) (jobs.DeadFilter, error) {
-	f := jobs.DeadFilter{Source: source, Reason: reason, EventType: eventType}
+func filterOf(source, destination, reason, eventType, since, until string) (jobs.DeadFilter, error) {
+	f := jobs.DeadFilter{Source: source, Destination: destination, Reason: reason, EventType: eventType}
 	var err error
 	if f.Since, err = parseTime("since", since); err != nil {
 		return f, err

@@ -17,7 +17,7 @@ import (
 // per-transaction costs once per batch.
 func BenchmarkCommit(b *testing.B) {
 	st, _ := testStore(b)
-	src := &Source{Name: "stripe", OnDuplicate: OnDuplicateSkip, MaxAttempts: 10}
+	src := testSource(&Source{Name: "stripe", OnDuplicate: OnDuplicateSkip, MaxAttempts: 10})
 	body := []byte(`{"id":"evt_x","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_1","amount":2000,"currency":"usd"}},"pad":"` +
 		strings.Repeat("x", 1300) + `"}`)
 	headers := map[string][]string{
@@ -55,7 +55,7 @@ func BenchmarkCommit(b *testing.B) {
 							}
 							ids = append(ids, id)
 							ds[i] = &Delivery{Source: src, ReceivedAt: time.Now(), ContentType: "application/json", Headers: headers,
-								Body: body, Events: []DeliveryEvent{{ID: id, Type: "payment_intent.succeeded", Length: -1}}}
+								Body: body, Events: []DeliveryEvent{{ID: id, Type: "payment_intent.succeeded", Length: -1, Matched: []int{0}}}}
 						}
 						if _, err := commit(ctx, ds); err != nil {
 							b.Fatal(err)

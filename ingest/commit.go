@@ -40,6 +40,9 @@ type DeliveryEvent struct {
 	// (providers.ContentKeyer); nil otherwise. Within the source's dedup
 	// window a second event with the same content key is a duplicate.
 	ContentKey []byte
+	// Matched lists, by index into the source's destinations, those whose
+	// filter the event matches: where a new event goes.
+	Matched []int
 }
 
 // Status of an event at ingest.
@@ -66,7 +69,7 @@ type store struct {
 	pool  *pgxpool.Pool
 	river *river.Client[pgx.Tx]
 
-	lastNotify atomic.Int64 // UnixNano of the last batch that notified River's workers
+	lastNotify sync.Map // queue → *atomic.Int64: UnixNano of the last batch that notified its workers
 }
 
 type eventRow struct {
@@ -77,12 +80,14 @@ type eventRow struct {
 	deliv int64
 	count int  // receipts of this key in the call
 	first bool // first occurrence of its key in the call
-	fresh bool
 	// contentDup: the event replays the signed content of another event
 	// (another id) accepted within the dedup window.
 	contentDup bool
-	state      string
+	stored     bool // the store statement answered for it
+	fresh      bool // a new event
 	received   time.Time
+	queued     []string // destinations the statement queued
+	jobs       int      // jobs inserted (not skipped as duplicates)
 	status     string
 }
 
@@ -122,8 +127,8 @@ func (s *store) commitPipelined(ctx context.Context, ds []*Delivery) ([][]EventR
 	}
 	defer c.Release() // a connection left in a transaction is destroyed, not reused
 	opts := pipeOpts{commit: !anyReject(ds)}
-	if s.notifyDue(time.Now()) {
-		opts.after = []string{jobs.InsertNotifySQL}
+	if qs := s.notifyDue(ds, time.Now()); len(qs) > 0 {
+		opts.after = []string{jobs.InsertNotifySQL(qs...)}
 	}
 	var tx *pipeTx
 	out, err := s.commitTx(ctx, ds, true, func(ctx context.Context, sql string, args ...any) (pgx.Tx, pgx.Rows, error) {
@@ -154,11 +159,28 @@ func (s *store) commitPipelined(ctx context.Context, ds []*Delivery) ([][]EventR
 // (jobs.NewClient: FetchPollInterval 200 ms).
 const notifyEvery = 20 * time.Millisecond
 
-// notifyDue reports whether the batch committing at now sends River's insert
-// notification, and if so takes the turn.
-func (s *store) notifyDue(now time.Time) bool {
-	last := s.lastNotify.Load()
-	return now.UnixNano()-last >= int64(notifyEvery) && s.lastNotify.CompareAndSwap(last, now.UnixNano())
+// notifyDue returns the queues of ds's destinations whose turn to be
+// notified has come, taking the turns.
+func (s *store) notifyDue(ds []*Delivery, now time.Time) []string {
+	var due []string
+	for _, d := range ds {
+		for _, ev := range d.Events {
+			for _, i := range ev.Matched {
+				q := d.Source.Destinations[i].queue
+				if !slices.Contains(due, q) && s.takeNotifyTurn(q, now) {
+					due = append(due, q)
+				}
+			}
+		}
+	}
+	return due
+}
+
+func (s *store) takeNotifyTurn(queue string, now time.Time) bool {
+	v, _ := s.lastNotify.LoadOrStore(queue, new(atomic.Int64))
+	last := v.(*atomic.Int64)
+	prev := last.Load()
+	return now.UnixNano()-prev >= int64(notifyEvery) && last.CompareAndSwap(prev, now.UnixNano())
 }
 
 // commitTx runs the statements of commit; first runs the first one and
@@ -186,7 +208,7 @@ func (s *store) commitTx(ctx context.Context, ds []*Delivery, direct bool, first
 	if err != nil {
 		return nil, fmt.Errorf("store deliveries: %w", err)
 	}
-	if err := b.scanStore(res, direct); err != nil {
+	if err := b.scanStore(res); err != nil {
 		return nil, fmt.Errorf("store deliveries: %w", err)
 	}
 
@@ -196,6 +218,7 @@ func (s *store) commitTx(ctx context.Context, ds []*Delivery, direct bool, first
 			return nil, err
 		}
 	}
+	b.decide()
 
 	// 3. Results, and dead items for duplicates of reject sources.
 	out, dead := b.results()
@@ -294,57 +317,99 @@ func (b *batch) storeArgs(direct bool) ([]any, error) {
 	eCKey, eWindow := make([][]byte, n), make([]int64, n)
 	for i, r := range b.firsts {
 		eSrc[i], eID[i], eType[i], eDeliv[i], eCount[i] = r.d.Source.Name, r.ev.ID, r.ev.Type, int32(r.di+1), int32(r.count)
-		if r.ev.Length >= 0 {
-			off, l := int32(r.ev.Offset), int32(r.ev.Length)
-			eOff[i], eLen[i] = &off, &l
-		}
+		eOff[i], eLen[i] = itemOf(r.ev)
 		eCKey[i], eWindow[i] = r.ev.ContentKey, r.d.Source.DedupWindow.Microseconds()
 	}
 	args := []any{b.src, b.recv, b.cts, b.hdrs, b.bodyAt, b.bodyLen, eSrc, eID, eType, eDeliv, eOff, eLen, eCount, b.bodies, eCKey, eWindow}
+	c, err := b.candidates(direct)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, c.src, c.id, c.dest, c.deliv, c.off, c.len, c.matched)
 	if !direct {
 		return args, nil
 	}
-	jArgs, jKeys, jMax := make([][]byte, n), make([][]byte, n), make([]int16, n)
-	for i, r := range b.firsts {
-		j, err := jobs.NewEventJob(r.d.Source.Name, r.ev.ID, r.d.Source.MaxAttempts)
-		if err != nil {
-			return nil, err
-		}
-		jArgs[i], jKeys[i], jMax[i] = j.Args, j.UniqueKey, j.MaxAttempts
+	return append(append(args, c.jobArgs, c.jobMax, c.jobKeys, c.jobQueue), jobs.EventJobParams()...), nil
+}
+
+// itemOf is an event's batch item (offset, length), nil for a whole body.
+func itemOf(ev DeliveryEvent) (*int32, *int32) {
+	if ev.Length < 0 {
+		return nil, nil
 	}
-	return append(append(args, jArgs, jMax, jKeys), jobs.EventJobParams()...), nil
+	off, l := int32(ev.Offset), int32(ev.Length)
+	return &off, &l
+}
+
+// candidates are, per event, every destination of its source: where a new
+// event may go (matched) and which destinations of an existing one a
+// re-delivery may queue again, with the job each would get.
+type candidates struct {
+	src, id, dest    []string
+	deliv            []int32
+	off, len         []*int32
+	matched          []bool
+	jobArgs, jobKeys [][]byte
+	jobMax           []int16
+	jobQueue         []string
+}
+
+func (b *batch) candidates(withJobs bool) (*candidates, error) {
+	c := &candidates{}
+	for _, r := range b.firsts {
+		off, l := itemOf(r.ev)
+		for i, dst := range r.d.Source.Destinations {
+			c.src, c.id, c.dest = append(c.src, r.d.Source.Name), append(c.id, r.ev.ID), append(c.dest, dst.Name)
+			c.deliv, c.off, c.len = append(c.deliv, int32(r.di+1)), append(c.off, off), append(c.len, l)
+			c.matched = append(c.matched, slices.Contains(r.ev.Matched, i))
+			if !withJobs {
+				continue
+			}
+			j, err := jobs.NewEventJob(r.d.Source.Name, r.ev.ID, dst.Name, dst.MaxAttempts)
+			if err != nil {
+				return nil, err
+			}
+			c.jobArgs, c.jobKeys = append(c.jobArgs, j.Args), append(c.jobKeys, j.UniqueKey)
+			c.jobMax, c.jobQueue = append(c.jobMax, j.MaxAttempts), append(c.jobQueue, j.Queue)
+		}
+	}
+	return c, nil
 }
 
 // scanStore reads the store statement's answer: the delivery ids, each
-// event's state, and (direct) each job insert's outcome. An event that got
-// no row is a replay of another event's signed content (its content key is
-// owned by another id): a duplicate.
-func (b *batch) scanStore(res pgx.Rows, direct bool) error {
+// event (new or not), the destinations queued and (direct) each job
+// insert's outcome. An event that got no row is a replay of another
+// event's signed content (its content key is owned by another id): a
+// duplicate.
+func (b *batch) scanStore(res pgx.Rows) error {
 	defer res.Close()
 	var ids []int64
 	for res.Next() {
+		var kind string
 		var dids []int64
-		var source, id, state *string
+		var source, id, dest *string
 		var fresh, skipped *bool
 		var first *time.Time
-		if err := res.Scan(&dids, &source, &id, &state, &fresh, &first, &skipped); err != nil {
+		if err := res.Scan(&kind, &dids, &source, &id, &dest, &fresh, &first, &skipped); err != nil {
 			return err
 		}
-		switch {
-		case source == nil:
+		if kind == "ids" {
 			ids = dids
-		case state == nil: // a job row (storeJobsSQL)
-			r := b.firstOf[key(*source, *id)]
-			if r == nil {
-				return fmt.Errorf("a job for an event not in the batch (%q, %q)", *source, *id)
+			continue
+		}
+		r := b.firstOf[key(*source, *id)]
+		if r == nil {
+			return fmt.Errorf("an answer for an event not in the batch (%q, %q)", *source, *id)
+		}
+		switch kind {
+		case "ev":
+			r.stored, r.fresh, r.received = true, *fresh, *first
+		case "q":
+			r.queued = append(r.queued, *dest)
+		case "job":
+			if !*skipped {
+				r.jobs++
 			}
-			r.status = StatusAccepted
-			if *skipped {
-				r.status = StatusDuplicate
-			}
-		default:
-			r := b.firstOf[key(*source, *id)]
-			r.state, r.fresh, r.received = *state, *fresh, *first
 		}
 	}
 	res.Close()
@@ -357,44 +422,40 @@ func (b *batch) scanStore(res pgx.Rows, direct bool) error {
 	for _, r := range b.rows {
 		r.deliv = ids[r.di]
 	}
-	for _, r := range b.firsts {
-		switch {
-		case r.state == "": // replays another event's content
-			r.contentDup, r.status = true, StatusDuplicate
-		case !r.fresh && r.state == "completed": // within its dedup window: no job
-			r.status = StatusDuplicate
-		case direct && r.status == "":
-			return fmt.Errorf("no job answer for event %q of source %q", r.ev.ID, r.d.Source.Name)
-		}
-	}
 	return nil
 }
 
-// enqueue asks River for the jobs of the events that need one (the naive
-// mode): River's unique insert (until executed) decides between accepted and
-// duplicate. A job found for an event we thought new means it is already
+// decide sets each event's status: accepted when a job was inserted for one
+// of its destinations, or when it is new and matched none (it is complete
+// as it stands); otherwise a duplicate.
+func (b *batch) decide() {
+	for _, r := range b.firsts {
+		switch {
+		case !r.stored: // replays another event's content
+			r.contentDup, r.status = true, StatusDuplicate
+		case r.jobs > 0 || (r.fresh && len(r.ev.Matched) == 0):
+			r.status = StatusAccepted
+		default:
+			r.status = StatusDuplicate
+		}
+	}
+}
+
+// enqueue asks River for the jobs of the destinations queued (the naive
+// mode): River's unique insert (until executed) decides whether each is
+// new. A job found for a destination we thought waiting means it is already
 // queued: it stays so.
 func (s *store) enqueue(ctx context.Context, tx pgx.Tx, firsts []*eventRow) error {
 	var params []river.InsertManyParams
 	var asked []*eventRow
-	var opts map[int]*river.InsertOpts // by MaxAttempts; River only reads them
 	for _, r := range firsts {
-		if r.status != "" {
-			continue // decided by the store statement
+		for _, dest := range r.queued {
+			params = append(params, river.InsertManyParams{
+				Args:       jobs.EventArgs{Source: r.d.Source.Name, EventID: r.ev.ID, Destination: dest},
+				InsertOpts: jobs.InsertOptsFor(r.d.Source.maxAttempts(dest)),
+			})
+			asked = append(asked, r)
 		}
-		o := opts[r.d.Source.MaxAttempts]
-		if o == nil {
-			if opts == nil {
-				opts = map[int]*river.InsertOpts{}
-			}
-			o = jobs.InsertOptsFor(r.d.Source.MaxAttempts)
-			opts[r.d.Source.MaxAttempts] = o
-		}
-		params = append(params, river.InsertManyParams{
-			Args:       jobs.EventArgs{Source: r.d.Source.Name, EventID: r.ev.ID},
-			InsertOpts: o,
-		})
-		asked = append(asked, r)
 	}
 	if len(params) == 0 {
 		return nil
@@ -404,9 +465,8 @@ func (s *store) enqueue(ctx context.Context, tx pgx.Tx, firsts []*eventRow) erro
 		return fmt.Errorf("enqueue: %w", err)
 	}
 	for i, jr := range results {
-		asked[i].status = StatusAccepted
-		if jr.UniqueSkippedAsDuplicate {
-			asked[i].status = StatusDuplicate
+		if !jr.UniqueSkippedAsDuplicate {
+			asked[i].jobs++
 		}
 	}
 	return nil
@@ -435,21 +495,27 @@ func (b *batch) results() ([][]EventResult, []*eventRow) {
 }
 
 // deadDuplicates writes the dead items (reason duplicate) of a reject
-// source's duplicates, each with its own bytes (a batch item's).
+// source's duplicates, each with its own bytes (a batch item's). An item
+// names the first destination the event matched (the source's first when
+// it matched none): retrying it runs that destination again.
 func deadDuplicates(ctx context.Context, tx pgx.Tx, b *batch, dead []*eventRow) error {
 	n := len(dead)
-	dSrc, dID, dType, dCT := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	dSrc, dID, dType, dCT, dDest := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	dHdr := make([][]byte, n)
 	dDeliv := make([]int64, n)
 	dPayload := make([][]byte, n)
 	for i, r := range dead {
 		dSrc[i], dID[i], dType[i], dCT[i], dHdr[i], dDeliv[i] = r.d.Source.Name, r.ev.ID, r.ev.Type, r.d.ContentType, b.hdrs[r.di], r.deliv
+		dDest[i] = r.d.Source.Destinations[0].Name
+		if len(r.ev.Matched) > 0 {
+			dDest[i] = r.d.Source.Destinations[r.ev.Matched[0]].Name
+		}
 		dPayload[i] = r.d.Body
 		if r.ev.Length >= 0 {
 			dPayload[i] = r.d.Body[r.ev.Offset : r.ev.Offset+r.ev.Length]
 		}
 	}
-	if _, err := tx.Exec(ctx, deadDuplicatesSQL, dSrc, dID, dType, dDeliv, dCT, dHdr, dPayload); err != nil {
+	if _, err := tx.Exec(ctx, deadDuplicatesSQL, dSrc, dID, dType, dDeliv, dCT, dHdr, dPayload, dDest); err != nil {
 		return fmt.Errorf("dead-set duplicates: %w", err)
 	}
 	return nil

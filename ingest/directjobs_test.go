@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,12 +26,12 @@ import (
 func TestNaiveAndBatchedModesAgree(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a := &Source{Name: "a", OnDuplicate: OnDuplicateSkip, MaxAttempts: 3}
-	b := &Source{Name: `b "quoted" <&> é☃`, OnDuplicate: OnDuplicateReject, MaxAttempts: 5000}
+	a := testSource(&Source{Name: "a", OnDuplicate: OnDuplicateSkip, MaxAttempts: 3})
+	b := testSource(&Source{Name: `b "quoted" <&> é☃`, OnDuplicate: OnDuplicateReject, MaxAttempts: 5000})
 	d := func(src *Source, ids ...string) *Delivery {
 		dl := testDelivery(src, ids[0], "x")
 		for _, id := range ids[1:] {
-			dl.Events = append(dl.Events, DeliveryEvent{ID: id, Type: "t", Length: -1})
+			dl.Events = append(dl.Events, DeliveryEvent{ID: id, Type: "t", Length: -1, Matched: []int{0}})
 		}
 		return dl
 	}
@@ -43,10 +44,10 @@ func TestNaiveAndBatchedModesAgree(t *testing.T) {
 		{call: []*Delivery{d(a, "A", "B"), d(a, "A"), d(b, tricky), d(a, "C"), d(a, "D"), d(a, "E"), d(b, "A")}},
 		{call: []*Delivery{d(a, "A"), d(b, tricky, "A")}}, // jobs waiting: duplicates
 		{setup: `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE args->>'event_id' IN ('B', 'D');
-			UPDATE hookline_events SET state = 'completed', completed_at = now(), dedup_until = now() + interval '1 hour' WHERE event_id = 'B';
-			UPDATE hookline_events SET state = 'completed', completed_at = now() - interval '2 hours', dedup_until = now() - interval '1 hour' WHERE event_id = 'D';
+			UPDATE hookline_event_destinations SET state = 'completed', completed_at = now(), dedup_until = now() + interval '1 hour' WHERE event_id = 'B';
+			UPDATE hookline_event_destinations SET state = 'completed', completed_at = now() - interval '2 hours', dedup_until = now() - interval '1 hour' WHERE event_id = 'D';
 			UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE args->>'event_id' = 'E';
-			UPDATE hookline_events SET state = 'dead' WHERE event_id = 'E';
+			UPDATE hookline_event_destinations SET state = 'dead' WHERE event_id = 'E';
 			DELETE FROM river_job WHERE args->>'event_id' = 'C'`,
 			call: []*Delivery{d(a, "B"), d(a, "C"), d(a, "D", "E"), d(a, "F")}}, // duplicate, then re-queued ×3, new
 		{call: []*Delivery{d(a, "B", "C", "D", "E", "F")}}, // all duplicates now
@@ -112,7 +113,7 @@ func TestNaiveAndBatchedModesAgree(t *testing.T) {
 		MaxAttempts int            `json:"max_attempts"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(naive.Jobs[len(naive.Jobs)-1]), &job))
-	require.Equal(t, jobs.EventArgs{Source: b.Name, EventID: tricky}, job.Args)
+	require.Equal(t, jobs.EventArgs{Source: b.Name, EventID: tricky, Destination: jobs.DefaultDestination}, job.Args)
 	require.Equal(t, 20000, job.MaxAttempts)
 }
 
@@ -129,7 +130,7 @@ func TestBatchedCommitsNotifyWorkers(t *testing.T) {
 	defer func() { _ = l.Close(context.Background()) }()
 	require.NoError(t, l.Listen(ctx, "river_insert")) // River's notifier.NotificationTopicInsert
 
-	src := &Source{Name: "s", OnDuplicate: OnDuplicateSkip, MaxAttempts: 3}
+	src := testSource(&Source{Name: "s", OnDuplicate: OnDuplicateSkip, MaxAttempts: 3})
 	_, err := st.commitPipelined(ctx, []*Delivery{testDelivery(src, "evt_n1", "x")})
 	require.NoError(t, err)
 	n, err := l.WaitForNotification(ctx)
@@ -138,10 +139,11 @@ func TestBatchedCommitsNotifyWorkers(t *testing.T) {
 		Queue string `json:"queue"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(n.Payload), &payload), n.Payload)
-	require.Equal(t, jobs.Queue, payload.Queue)
+	require.Equal(t, jobs.QueueFor("s", jobs.DefaultDestination), payload.Queue)
 
 	// At most one per notifyEvery: a batch right behind it does not notify.
-	st.lastNotify.Store(time.Now().Add(time.Hour).UnixNano())
+	last, _ := st.lastNotify.Load(payload.Queue)
+	last.(*atomic.Int64).Store(time.Now().Add(time.Hour).UnixNano())
 	_, err = st.commitPipelined(ctx, []*Delivery{testDelivery(src, "evt_n2", "x")})
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `SELECT pg_notify(current_schema() || '.river_insert', '{"queue": "marker"}')`)

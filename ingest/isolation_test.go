@@ -23,7 +23,7 @@ import (
 func TestBatchIsolatesUnstorableDelivery(t *testing.T) {
 	t.Parallel()
 	st, pool := testStore(t)
-	src := &Source{Name: "stripe", OnDuplicate: OnDuplicateSkip, MaxAttempts: 3}
+	src := testSource(&Source{Name: "stripe", OnDuplicate: OnDuplicateSkip, MaxAttempts: 3})
 	mk := func(id, header string) *Delivery { return testDelivery(src, id, header) }
 	rnd := make([]byte, 2000)
 	_, _ = rand.Read(rnd)

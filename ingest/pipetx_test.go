@@ -116,7 +116,7 @@ func TestPipelinedCommitIsAtomic(t *testing.T) {
 	t.Parallel()
 	st, pool := testStore(t)
 	ctx := context.Background()
-	skip := &Source{Name: "s", OnDuplicate: OnDuplicateSkip, MaxAttempts: 3}
+	skip := testSource(&Source{Name: "s", OnDuplicate: OnDuplicateSkip, MaxAttempts: 3})
 	mk := func(src *Source, id string) *Delivery { return testDelivery(src, id, "ok") }
 	stored := func(id string) (deliveries, jobs int) {
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM hookline_deliveries WHERE body = $1`, []byte(`{"id":"`+id+`"}`)).Scan(&deliveries))
@@ -157,7 +157,7 @@ func TestPipelinedCommitIsAtomic(t *testing.T) {
 
 	// A reject source may need dead items after the store statement's answer:
 	// COMMIT then goes on its own, and the dead item is in the transaction.
-	reject := &Source{Name: "r", OnDuplicate: OnDuplicateReject, MaxAttempts: 3}
+	reject := testSource(&Source{Name: "r", OnDuplicate: OnDuplicateReject, MaxAttempts: 3})
 	res, err := st.commitPipelined(ctx, []*Delivery{mk(reject, "evt_rej"), mk(reject, "evt_rej")})
 	require.NoError(t, err)
 	require.Equal(t, StatusAccepted, res[0][0].Status)

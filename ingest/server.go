@@ -36,6 +36,7 @@ import (
 	"github.com/hookline/hookline/internal/defaults"
 	"github.com/hookline/hookline/internal/httpjson"
 	"github.com/hookline/hookline/internal/metrics"
+	"github.com/hookline/hookline/jobs"
 	"github.com/hookline/hookline/providers"
 )
 
@@ -59,7 +60,13 @@ type Source struct {
 	EventID, EventType providers.KeyResolver
 	// OnDuplicate defaults to skip.
 	OnDuplicate OnDuplicate
-	// MaxAttempts is the destination's attempt budget per job (default 10).
+	// Destinations are where the source's events go: each new event goes to
+	// every destination whose filter it matches, decided here, once. None:
+	// one destination, jobs.DefaultDestination, for every event, with
+	// MaxAttempts.
+	Destinations []Destination
+	// MaxAttempts is the single destination's attempt budget per job
+	// (default 10), when Destinations is empty.
 	MaxAttempts int
 	// MaxConcurrency caps concurrent requests for this source; beyond it
 	// requests are answered 503. Zero means no cap.
@@ -75,6 +82,56 @@ type Source struct {
 
 	sem        chan struct{}
 	dropHeader map[string]bool // never stored: credentials and hop-by-hop headers
+}
+
+// Destination is one destination of a source, as ingest routes to it.
+type Destination struct {
+	// Name is unique within the source.
+	Name string
+	// Match reports whether an event (its type, and its own bytes: a batch
+	// item's) goes to this destination; nil: every event.
+	Match func(eventType string, body []byte) bool
+	// MaxAttempts is the destination's attempt budget per job (default 10).
+	MaxAttempts int
+
+	queue string // the destination's River queue
+}
+
+// maxAttempts is the budget of the destination named dest.
+func (s *Source) maxAttempts(dest string) int {
+	for _, d := range s.Destinations {
+		if d.Name == dest {
+			return d.MaxAttempts
+		}
+	}
+	return DefaultMaxAttempts
+}
+
+// withDefaults fills what a Source left zero.
+func (s *Source) withDefaults() {
+	if s.OnDuplicate == "" {
+		s.OnDuplicate = OnDuplicateSkip
+	}
+	if s.MaxAttempts <= 0 {
+		s.MaxAttempts = DefaultMaxAttempts
+	}
+	if s.DedupWindow <= 0 {
+		s.DedupWindow = DefaultDedupWindow
+	}
+	if d, ok := s.Provider.(providers.Describer); ok && s.EventIDName == "" {
+		s.EventIDName = d.Describe().DefaultEventID
+	}
+	if len(s.Destinations) == 0 {
+		s.Destinations = []Destination{{Name: jobs.DefaultDestination, MaxAttempts: s.MaxAttempts}}
+	}
+	for i := range s.Destinations {
+		d := &s.Destinations[i]
+		if d.MaxAttempts <= 0 {
+			d.MaxAttempts = DefaultMaxAttempts
+		}
+		d.queue = jobs.QueueFor(s.Name, d.Name)
+	}
+	s.dropHeader = dropHeaders(s.Provider)
 }
 
 // Config configures a Server. Pointer fields are required unless noted.
@@ -182,22 +239,10 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, sources: map[string]*Source{}, m: metrics.For(cfg.Registry), log: cfg.Logger,
 		db: &store{pool: cfg.Pool, river: cfg.River}, pending: semaphore.NewWeighted(cfg.MaxPendingBytes)}
 	for _, src := range cfg.Sources {
-		if src.OnDuplicate == "" {
-			src.OnDuplicate = OnDuplicateSkip
-		}
-		if src.MaxAttempts <= 0 {
-			src.MaxAttempts = DefaultMaxAttempts
-		}
 		if src.MaxConcurrency > 0 {
 			src.sem = make(chan struct{}, src.MaxConcurrency)
 		}
-		if src.DedupWindow <= 0 {
-			src.DedupWindow = DefaultDedupWindow
-		}
-		if d, ok := src.Provider.(providers.Describer); ok && src.EventIDName == "" {
-			src.EventIDName = d.Describe().DefaultEventID
-		}
-		src.dropHeader = dropHeaders(src.Provider)
+		src.withDefaults()
 		if _, dup := s.sources[src.Name]; dup {
 			return nil, fmt.Errorf("ingest: source %q configured twice", src.Name)
 		}
@@ -562,7 +607,8 @@ func resolve(src *Source, pr *providers.Request, d *Delivery) error {
 			if err := checkEvent(src, it.Event, false); err != nil {
 				return fmt.Errorf("batch item %d: %w", i, err)
 			}
-			d.Events = append(d.Events, DeliveryEvent{ID: it.Event.ID, Type: it.Event.Type, Offset: it.Offset, Length: len(it.Body)})
+			d.Events = append(d.Events, DeliveryEvent{ID: it.Event.ID, Type: it.Event.Type, Offset: it.Offset, Length: len(it.Body),
+				Matched: match(src, it.Event.Type, it.Body)})
 		}
 		return nil
 	}
@@ -576,12 +622,24 @@ func resolve(src *Source, pr *providers.Request, d *Delivery) error {
 	if err := checkEvent(src, ev, src.EventType != nil); err != nil {
 		return err
 	}
-	de := DeliveryEvent{ID: ev.ID, Type: ev.Type, Length: -1}
+	de := DeliveryEvent{ID: ev.ID, Type: ev.Type, Length: -1, Matched: match(src, ev.Type, pr.Body)}
 	if ck, ok := src.Provider.(providers.ContentKeyer); ok {
 		de.ContentKey = ck.ContentKey(pr)
 	}
 	d.Events = []DeliveryEvent{de}
 	return nil
+}
+
+// match lists the destinations of src an event of type eventType whose own
+// bytes are body goes to.
+func match(src *Source, eventType string, body []byte) []int {
+	var out []int
+	for i, d := range src.Destinations {
+		if d.Match == nil || d.Match(eventType, body) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // resolveOne resolves a single event: the provider's defaults, each

@@ -7,8 +7,8 @@ import "github.com/hookline/hookline/jobs"
 // rule that re-queues an event (hookline_requeues) is a SQL function of the
 // migrations, shared with the workers.
 
-// storeCTEs write a batch's deliveries, content keys and events; storeSQL
-// and storeJobsSQL end with them.
+// storeCTEs write a batch's deliveries, content keys, events and the
+// events' destinations; storeSQL and storeJobsSQL end with them.
 //
 //   - d, ins, ids: the delivery ids drawn from the sequence, the deliveries
 //     inserted, and their ids in order. The bodies travel as one bytea ($14)
@@ -17,15 +17,24 @@ import "github.com/hookline/hookline/jobs"
 //   - ck: the content keys ($15; NULL where the id is signed) of events whose
 //     ids are not signed. A key owned by another event within its window
 //     ($16 µs from acceptance) keeps its owner; an expired one is taken over.
-//   - ev: one event row per distinct key ($7, $8, pointing at its delivery by
-//     ordinal $10), unless its content key is owned by another event (a
-//     replay under a fresh id: the Go side reads the missing row as a
-//     duplicate). An existing event is re-queued (a provider retry) when
-//     hookline_requeues says so; otherwise it is a duplicate candidate,
-//     confirmed by the job insert.
+//   - ev: one event row per distinct key ($7, $8), unless its content key is
+//     owned by another event (a replay under a fresh id: the Go side reads
+//     the missing row as a duplicate); fresh when it is new.
+//   - cand: per event, every destination of its source ($17-$23: the
+//     destination, the delivery and item it would forward, whether the event
+//     matched its filter).
+//   - nd: a new event's matched destinations, queued. rq: an existing
+//     event's destinations that hookline_requeues (dead, or completed past
+//     their window: a provider's retry), queued again with this delivery.
+//     wq: an existing event's destinations still waiting (locked, so that
+//     one a worker completes meanwhile is seen completed); their job insert
+//     is River's to decide, which restores a job that was lost. Matching is
+//     decided once: an existing event keeps the destinations it was routed
+//     to. q: all three.
 //
 // Rows are written in the order given (sorted by key in Go), so concurrent
-// batches lock rows in the same order and never deadlock.
+// batches lock rows in the same order and never deadlock; an event's
+// destination rows are written only under its event row's lock.
 const storeCTEs = `
 WITH d AS MATERIALIZED (
 	SELECT nextval('hookline_deliveries_id_seq') AS id, u.*
@@ -56,46 +65,70 @@ WITH d AS MATERIALIZED (
 	ORDER BY x.ord
 	ON CONFLICT (source, event_id) DO UPDATE SET
 		deliveries  = e.deliveries + excluded.deliveries,
-		received_at = now(),
-		state       = CASE WHEN hookline_requeues(e.state, e.dedup_until) THEN 'queued' ELSE e.state END,
-		delivery_id = CASE WHEN hookline_requeues(e.state, e.dedup_until) THEN excluded.delivery_id ELSE e.delivery_id END,
-		item_offset = CASE WHEN hookline_requeues(e.state, e.dedup_until) THEN excluded.item_offset ELSE e.item_offset END,
-		item_length = CASE WHEN hookline_requeues(e.state, e.dedup_until) THEN excluded.item_length ELSE e.item_length END,
-		event_type  = CASE WHEN hookline_requeues(e.state, e.dedup_until) THEN excluded.event_type ELSE e.event_type END,
-		queued_at   = CASE WHEN hookline_requeues(e.state, e.dedup_until) THEN now() ELSE e.queued_at END
-	RETURNING e.source, e.event_id, e.state, (e.xmax = 0) OR e.queued_at = now() AS fresh, e.first_received_at
+		received_at = now()
+	RETURNING e.source, e.event_id, e.xmax = 0 AS fresh, e.first_received_at
+), cand AS MATERIALIZED (
+	SELECT c.*, ev.fresh
+	FROM unnest($17::text[], $18::text[], $19::text[], $20::int[], $21::int[], $22::int[], $23::bool[]) WITH ORDINALITY
+		AS c(source, event_id, destination, dord, item_offset, item_length, matched, ord)
+		JOIN ev ON ev.source = c.source AND ev.event_id = c.event_id
+), nd AS (
+	INSERT INTO hookline_event_destinations (source, event_id, destination, delivery_id, item_offset, item_length)
+	SELECT c.source, c.event_id, c.destination, ids.ids[c.dord], c.item_offset, c.item_length
+	FROM cand c CROSS JOIN ids
+	WHERE c.fresh AND c.matched
+	ORDER BY c.ord
+	ON CONFLICT DO NOTHING
+	RETURNING source, event_id, destination
+), rq AS (
+	UPDATE hookline_event_destinations r SET state = 'queued', delivery_id = ids.ids[c.dord],
+		item_offset = c.item_offset, item_length = c.item_length, queued_at = now(), completed_at = NULL, dedup_until = NULL
+	FROM cand c CROSS JOIN ids
+	WHERE NOT c.fresh AND r.source = c.source AND r.event_id = c.event_id AND r.destination = c.destination
+		AND hookline_requeues(r.state, r.dedup_until)
+	RETURNING r.source, r.event_id, r.destination
+), wq AS (
+	SELECT r.source, r.event_id, r.destination
+	FROM hookline_event_destinations r JOIN cand c ON r.source = c.source AND r.event_id = c.event_id AND r.destination = c.destination
+	WHERE NOT c.fresh AND r.state = 'queued'
+	FOR UPDATE OF r
+), q AS (
+	SELECT * FROM nd UNION ALL SELECT * FROM rq UNION ALL SELECT * FROM wq
 )`
 
-// storeSQL stores a batch in one statement (the naive mode; River's
-// InsertManyTx then inserts the jobs). The first row answers the delivery
-// ids in order; the others the events.
-const storeSQL = storeCTEs + `
-SELECT ids, NULL, NULL, NULL, NULL, NULL, NULL::bool FROM ids
+// storeAnswer is the rows every store statement answers with: the delivery
+// ids in order ('ids'), each event ('ev': fresh, first received), each
+// destination queued ('q').
+const storeAnswer = `
+SELECT 'ids' AS kind, ids, NULL::text AS source, NULL::text AS event_id, NULL::text AS destination,
+	NULL::bool AS fresh, NULL::timestamptz AS first, NULL::bool AS skipped FROM ids
 UNION ALL
-SELECT NULL, source, event_id, state, fresh, first_received_at, NULL FROM ev`
+SELECT 'ev', NULL, source, event_id, NULL, fresh, first_received_at, NULL FROM ev
+UNION ALL
+SELECT 'q', NULL, source, event_id, destination, NULL, NULL, NULL FROM q`
 
-// storeJobsSQL is storeSQL that also inserts the events' River jobs: the
-// group committer's whole transaction is one round trip. Each first
-// occurrence of a key gets its job row ($17 args, $18 max_attempts, $19
-// unique key: jobs.NewEventJob), unless its event is completed within its
-// dedup window; River's conflict rule decides the rest (a job already
-// waiting or running for the event: nothing inserted, a duplicate). The job
-// rows answer (source, event_id, skipped); $20 on are jobs.EventJobParams.
+// storeSQL stores a batch in one statement (the naive mode; River's
+// InsertManyTx then inserts the jobs of the destinations queued).
+const storeSQL = storeCTEs + storeAnswer
+
+// storeJobsSQL is storeSQL that also inserts the River jobs of the
+// destinations queued: the group committer's whole transaction is one round
+// trip. Each candidate has its job row ($24 args, $25 max_attempts, $26
+// unique key, $27 queue: jobs.NewEventJob); River's conflict rule decides
+// (a job already waiting or running for the destination: nothing inserted,
+// a duplicate). The job rows answer ('job': skipped); $28 on are
+// jobs.EventJobParams.
 var storeJobsSQL = storeCTEs + `, job AS (` + jobs.InsertEventJobsSQL(`
-	SELECT j.args, j.max_attempts, j.unique_key, j.ord
-	FROM unnest($7::text[], $8::text[], $17::jsonb[], $18::int2[], $19::bytea[]) WITH ORDINALITY
-		AS j(source, event_id, args, max_attempts, unique_key, ord)
-		JOIN ev ON ev.source = j.source AND ev.event_id = j.event_id
-	WHERE ev.fresh OR ev.state <> 'completed'`, 20) + `
-)
-SELECT ids, NULL, NULL, NULL, NULL, NULL, NULL::bool FROM ids
+	SELECT j.args, j.max_attempts, j.unique_key, j.queue, j.ord
+	FROM unnest($17::text[], $18::text[], $19::text[], $24::jsonb[], $25::int2[], $26::bytea[], $27::text[]) WITH ORDINALITY
+		AS j(source, event_id, destination, args, max_attempts, unique_key, queue, ord)
+		JOIN q ON q.source = j.source AND q.event_id = j.event_id AND q.destination = j.destination`, 28) + `
+)` + storeAnswer + `
 UNION ALL
-SELECT NULL, source, event_id, state, fresh, first_received_at, NULL FROM ev
-UNION ALL
-SELECT NULL, source, event_id, NULL, NULL, NULL, skipped FROM job`
+SELECT 'job', NULL, source, event_id, destination, NULL, NULL, skipped FROM job`
 
 // deadDuplicatesSQL writes the dead items (reason duplicate) of a reject
 // source's duplicates, each with its own bytes.
-const deadDuplicatesSQL = `INSERT INTO hookline_dead (source, event_id, event_type, reason, last_error, delivery_id, content_type, headers, payload)
-	SELECT s, i, t, 'duplicate', 'duplicate delivery rejected (on_duplicate: reject)', d, c, h, p
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::jsonb[], $7::bytea[]) AS u(s, i, t, d, c, h, p)`
+const deadDuplicatesSQL = `INSERT INTO hookline_dead (source, event_id, destination, event_type, reason, last_error, delivery_id, content_type, headers, payload)
+	SELECT s, i, dest, t, 'duplicate', 'duplicate delivery rejected (on_duplicate: reject)', d, c, h, p
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::jsonb[], $7::bytea[], $8::text[]) AS u(s, i, t, d, c, h, p, dest)`

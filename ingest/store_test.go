@@ -22,10 +22,16 @@ func testStore(t testing.TB) (*store, *pgxpool.Pool) {
 	return &store{pool: pool, river: rc}, pool
 }
 
+// testSource is src with its defaults (one destination), as New leaves it.
+func testSource(src *Source) *Source {
+	src.withDefaults()
+	return src
+}
+
 // testDelivery is a one-event JSON delivery of src with id, and header as
 // its X-Note header.
 func testDelivery(src *Source, id, header string) *Delivery {
 	return &Delivery{Source: src, ReceivedAt: time.Now(), ContentType: "application/json",
 		Headers: map[string][]string{"X-Note": {header}}, Body: []byte(`{"id":"` + id + `"}`),
-		Events: []DeliveryEvent{{ID: id, Type: "t", Length: -1}}}
+		Events: []DeliveryEvent{{ID: id, Type: "t", Length: -1, Matched: []int{0}}}}
 }

@@ -156,7 +156,7 @@ func TestBatchItemsForwardedSeparately(t *testing.T) {
 			for _, id := range bc.ids {
 				require.Eventually(t, func() bool {
 					var state string
-					_ = pool.QueryRow(context.Background(), `SELECT state FROM hookline_events WHERE source=$1 AND event_id=$2`, name, id).Scan(&state)
+					_ = pool.QueryRow(context.Background(), `SELECT state FROM hookline_event_states WHERE source=$1 AND event_id=$2`, name, id).Scan(&state)
 					return state == "completed"
 				}, 30*time.Second, 20*time.Millisecond, "event %s never completed", id)
 			}

@@ -34,8 +34,10 @@ type ClientConfig struct {
 	// CleanupInterval is how often the periodic clean-up runs (default 1m).
 	CleanupInterval time.Duration
 	Registerer      prometheus.Registerer // where the metrics go; nil: nowhere served
-	Logger          *slog.Logger
-	Forwarder       *Forwarder
+	// Alerts, when set, is scanned every AlertInterval by the leader.
+	Alerts    Alerter
+	Logger    *slog.Logger
+	Forwarder *Forwarder
 }
 
 // RescueAfter returns River's RescueStuckJobsAfter for these sources: the
@@ -85,20 +87,30 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	if err := river.AddWorkerSafely(workers, w); err != nil {
 		return nil, err
 	}
-	if err := river.AddWorkerSafely(workers, &CleanupWorker{Pool: cfg.Pool, Claims: w.claims, DeliveryRetention: cfg.DeliveryRetention, Logger: cfg.Logger}); err != nil {
+	q := queues(cfg.Sources, cfg.Workers)
+	runQueues := make([]string, 0, len(q))
+	for name := range q {
+		runQueues = append(runQueues, name)
+	}
+	if err := river.AddWorkerSafely(workers, &CleanupWorker{Pool: cfg.Pool, Claims: w.claims, DeliveryRetention: cfg.DeliveryRetention,
+		Logger: cfg.Logger, Queues: runQueues}); err != nil {
 		return nil, err
 	}
+	periodic := []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(cfg.CleanupInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return CleanupArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}),
+	}
+	if cfg.Alerts != nil {
+		if err := river.AddWorkerSafely(workers, &AlertWorker{Alerts: cfg.Alerts}); err != nil {
+			return nil, err
+		}
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(AlertInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return AlertArgs{}, nil }, &river.PeriodicJobOpts{RunOnStart: true}))
+	}
 	return river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
-		Logger: cfg.Logger,
-		Queues: map[string]river.QueueConfig{
-			// A short cooldown on the event queue: while a backlog drains,
-			// River fetches again as soon as slots free up, at most this
-			// often, and at 20 ms the fetch rate (not CPU) capped how many
-			// events 50 workers processed per second. The cost is more, and
-			// smaller, fetches under moderate load.
-			Queue:              {MaxWorkers: cfg.Workers, FetchCooldown: 5 * time.Millisecond},
-			river.QueueDefault: {MaxWorkers: 2},
-		},
+		Logger:               cfg.Logger,
+		Queues:               q,
 		Workers:              workers,
 		JobTimeout:           -1, // per kind: see EventWorker.Timeout
 		RescueStuckJobsAfter: RescueAfter(cfg.Sources),
@@ -106,13 +118,67 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		// when LISTEN/NOTIFY is not available (e.g. behind PgBouncer).
 		FetchCooldown:     20 * time.Millisecond,
 		FetchPollInterval: 200 * time.Millisecond,
-		PeriodicJobs: []*river.PeriodicJob{
-			river.NewPeriodicJob(river.PeriodicInterval(cfg.CleanupInterval),
-				func() (river.JobArgs, *river.InsertOpts) { return CleanupArgs{}, nil },
-				&river.PeriodicJobOpts{RunOnStart: true}),
-		},
+		PeriodicJobs:      periodic,
 	})
 }
+
+// queues are the River queues a worker process runs: one per destination
+// (QueueFor), with the process's workers or the destination's in-flight
+// cap if lower, so that a slow or paused destination holds only its own;
+// the queue of jobs written before destinations had queues; River's
+// default queue for the periodic jobs. A short fetch cooldown on the event
+// queues: while a backlog drains, River fetches again as soon as slots free
+// up, at most this often.
+func queues(sources []*Source, workers int) map[string]river.QueueConfig {
+	q := map[string]river.QueueConfig{
+		Queue:              {MaxWorkers: workers, FetchCooldown: 5 * time.Millisecond},
+		river.QueueDefault: {MaxWorkers: 2},
+	}
+	for _, s := range sources {
+		for _, t := range s.Targets {
+			n := workers
+			if t.MaxInFlight > 0 {
+				n = min(n, t.MaxInFlight)
+			}
+			q[QueueFor(s.Name, t.Name)] = river.QueueConfig{MaxWorkers: n, FetchCooldown: 5 * time.Millisecond}
+		}
+	}
+	return q
+}
+
+// AlertInterval is how often the leader looks for what to alert about.
+const AlertInterval = 10 * time.Second
+
+// Alerter sends operator alerts (package internal/alert).
+type Alerter interface {
+	Scan(ctx context.Context) error
+}
+
+// AlertArgs is the periodic alert scan (run by the elected leader only).
+type AlertArgs struct{}
+
+// Kind implements river.JobArgs.
+func (AlertArgs) Kind() string { return "hookline.alerts" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: one scan at a time;
+// a failed scan is not retried (the next one comes soon).
+func (AlertArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByState: UniqueStates}}
+}
+
+// AlertWorker runs the alert scan.
+type AlertWorker struct {
+	river.WorkerDefaults[AlertArgs]
+	Alerts Alerter
+}
+
+// Work implements river.Worker.
+func (w *AlertWorker) Work(ctx context.Context, _ *river.Job[AlertArgs]) error {
+	return w.Alerts.Scan(ctx)
+}
+
+// Timeout implements river.Worker.
+func (w *AlertWorker) Timeout(*river.Job[AlertArgs]) time.Duration { return AlertInterval * 3 }
 
 // CleanupArgs is the periodic clean-up job (run by the elected leader only).
 type CleanupArgs struct{}
@@ -133,14 +199,57 @@ type CleanupWorker struct {
 	// active job (default 1,000); see requeueStranded.
 	SweepWindow int
 
+	// Queues are the event queues the workers run (every configured
+	// destination's): a waiting job in any other queue belongs to a removed
+	// source or destination (deadOrphans).
+	Queues []string
+
 	mu     sync.Mutex
 	cursor sweepCursor // where the next sweep starts
 }
 
+// deadOrphans moves the events of jobs no worker will ever fetch — their
+// source or destination was removed from the configuration, so no worker
+// runs their queue — to the dead set (reason failed), once they have waited
+// unknownSourceGrace: nothing waits without bound.
+func (w *CleanupWorker) deadOrphans(ctx context.Context) error {
+	if len(w.Queues) == 0 {
+		return nil
+	}
+	rows, err := w.Pool.Query(ctx, orphanJobsSQL, w.Queues, unknownSourceGrace.Microseconds())
+	if err != nil {
+		return err
+	}
+	type orphan struct {
+		id                  int64
+		source, event, dest string
+	}
+	var orphans []orphan
+	var o orphan
+	if _, err := pgx.ForEachRow(rows, []any{&o.id, &o.source, &o.event, &o.dest}, func() error { orphans = append(orphans, o); return nil }); err != nil {
+		return err
+	}
+	for _, o := range orphans {
+		msg := fmt.Sprintf("destination %q of source %q is not configured (removed from the configuration?); add it back and retry the dead item", o.dest, o.source)
+		err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, stmt.deadUnclaimed, o.source, o.event, o.dest, msg); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, finishWaitingJobSQL, o.id)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("dead-set an orphaned event: %w", err)
+		}
+		w.Logger.Error("event dead: its destination is not configured", "source", o.source, "destination", o.dest, "event_id", o.event)
+	}
+	return nil
+}
+
 // sweepCursor is a position in (queued_at, source, event_id) order.
 type sweepCursor struct {
-	at         time.Time
-	source, id string
+	at               time.Time
+	source, id, dest string
 }
 
 // Work implements river.Worker.
@@ -157,8 +266,14 @@ func (w *CleanupWorker) Work(ctx context.Context, _ *river.Job[CleanupArgs]) err
 	if err != nil {
 		return err
 	}
+	if _, err := deleteBatches(ctx, w.Pool, stmt.pruneAttempts, w.DeliveryRetention.Microseconds()); err != nil {
+		return err
+	}
 	requeued, err := w.requeueStranded(ctx, river.ClientFromContext[pgx.Tx](ctx).InsertMany)
 	if err != nil {
+		return err
+	}
+	if err := w.deadOrphans(ctx); err != nil {
 		return err
 	}
 	if claims+deliveries+contentKeys+int64(requeued) > 0 {
@@ -206,8 +321,7 @@ func (w *CleanupWorker) requeueStranded(ctx context.Context, insert func(context
 	w.mu.Lock()
 	from := w.cursor
 	w.mu.Unlock()
-	rows, err := w.Pool.Query(ctx, strandedSQL,
-		strandedAfter.Microseconds(), from.at, from.source, from.id, window)
+	rows, err := w.Pool.Query(ctx, strandedSQL, strandedAfter.Microseconds(), from.at, from.source, from.id, from.dest, window)
 	if err != nil {
 		return 0, err
 	}
@@ -218,14 +332,14 @@ func (w *CleanupWorker) requeueStranded(ctx context.Context, insert func(context
 		var at time.Time
 		var last bool
 		var seen int
-		if err := rows.Scan(&a.Source, &a.EventID, &at, &last, &seen); err != nil {
+		if err := rows.Scan(&a.Source, &a.EventID, &a.Destination, &at, &last, &seen); err != nil {
 			rows.Close()
 			return 0, err
 		}
 		if !last {
 			params = append(params, river.InsertManyParams{Args: a, InsertOpts: InsertOptsFor(0)})
 		} else if seen >= window {
-			next = sweepCursor{at: at, source: a.Source, id: a.EventID}
+			next = sweepCursor{at: at, source: a.Source, id: a.EventID, dest: a.Destination}
 		}
 	}
 	rows.Close()

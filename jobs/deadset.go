@@ -22,8 +22,9 @@ var (
 	ErrDeadItemNotFound = errors.New("dead item not found")
 	// ErrEventNotFound: no event has that (source, event_id).
 	ErrEventNotFound = errors.New("event not found")
-	// ErrUnknownSource: the dead item's source is not configured here, so
-	// its attempt budget is unknown and no worker would take the job.
+	// ErrUnknownSource: the dead item's source or destination is not
+	// configured here, so its attempt budget is unknown and no worker would
+	// take the job.
 	ErrUnknownSource = errors.New("source is not configured on this server")
 )
 
@@ -38,10 +39,10 @@ type DeadSetConfig struct {
 	// River inserts the retry jobs; an insert-only client is enough.
 	// Required for Retry and RetryAll.
 	River *river.Client[pgx.Tx]
-	// MaxAttempts returns a source's destination.max_attempts, the fresh
+	// MaxAttempts returns a destination's max_attempts, the fresh
 	// budget an operator retry gets; false means the source is not
 	// configured (Retry returns ErrUnknownSource). Required for Retry.
-	MaxAttempts func(source string) (int, bool)
+	MaxAttempts func(source, destination string) (int, bool)
 	// BulkBatch is the number of items per transaction in RetryAll and
 	// DeleteAll. Default DefaultBulkBatch.
 	BulkBatch int
@@ -67,10 +68,13 @@ func NewDeadSet(cfg *DeadSetConfig) (*DeadSet, error) {
 
 // DeadItem is one item of the dead set.
 type DeadItem struct {
-	ID        int64
-	Source    string
-	EventID   string
-	EventType string
+	ID      int64
+	Source  string
+	EventID string
+	// Destination is the destination that failed, or whose duplicate was
+	// rejected.
+	Destination string
+	EventType   string
 	// Reason is "failed" (attempts ran out) or "duplicate" (rejected).
 	Reason    string
 	Attempts  int
@@ -93,11 +97,12 @@ const (
 // DeadFilter selects dead items; zero fields match everything, so the zero
 // DeadFilter is the whole dead set.
 type DeadFilter struct {
-	Source    string
-	Reason    string // "", ReasonFailed or ReasonDuplicate
-	EventType string
-	Since     time.Time // dead_at >= Since
-	Until     time.Time // dead_at < Until
+	Source      string
+	Reason      string // "", ReasonFailed or ReasonDuplicate
+	EventType   string
+	Destination string
+	Since       time.Time // dead_at >= Since
+	Until       time.Time // dead_at < Until
 }
 
 // Validate reports a bad field by its name.
@@ -128,6 +133,9 @@ func (f DeadFilter) where(args []any) (string, []any) {
 	if f.EventType != "" {
 		add("event_type = $%d", f.EventType)
 	}
+	if f.Destination != "" {
+		add("destination = $%d", f.Destination)
+	}
 	if !f.Since.IsZero() {
 		add("dead_at >= $%d", f.Since)
 	}
@@ -147,7 +155,7 @@ type DeadKey struct {
 }
 
 func scanItem(row pgx.Row, it *DeadItem, extra ...any) error {
-	return row.Scan(append([]any{&it.ID, &it.Source, &it.EventID, &it.EventType, &it.Reason, &it.Attempts, &it.LastError, &it.DeadAt}, extra...)...)
+	return row.Scan(append([]any{&it.ID, &it.Source, &it.EventID, &it.Destination, &it.EventType, &it.Reason, &it.Attempts, &it.LastError, &it.DeadAt}, extra...)...)
 }
 
 // List returns up to limit items matching f, newest first, starting after
@@ -222,10 +230,11 @@ func (d *DeadSet) Count(ctx context.Context, f DeadFilter) (int, error) {
 
 // Retried is the outcome of an operator retry.
 type Retried struct {
-	DeadID  int64
-	Source  string
-	EventID string
-	Reason  string
+	DeadID      int64
+	Source      string
+	EventID     string
+	Destination string
+	Reason      string
 	// JobID is the River job that will process the event: a new one, or
 	// the job already active for the event (Joined).
 	JobID int64
@@ -239,19 +248,19 @@ type Retried struct {
 	OverrideBefore time.Time
 }
 
-// Retry re-queues a dead item's event as an operator override, in one
-// transaction:
+// Retry re-queues a dead item's event at the item's destination (that
+// destination only) as an operator override, in one transaction:
 //
 //   - the item is locked (gone: ErrDeadItemNotFound) and deleted;
 //   - its payload, content type and headers become a new delivery, so the
 //     retry works even after the original delivery was pruned;
-//   - the event row (created if missing) points at that delivery and is
-//     queued again, its attempts and last error kept (they count the event's
+//   - the event's destination (created if missing) points at that delivery
+//     and is queued again, its attempts and last error kept (they count its
 //     whole life);
 //   - a River job with OverrideBefore = now (the database clock) and a fresh
-//     budget of the source's max_attempts is inserted. The override lets
-//     the worker take over a completed claim once, so a retried duplicate
-//     of a completed event is processed again.
+//     budget of the destination's max_attempts is inserted. The override
+//     lets the worker take over a completed claim once, so a retried
+//     duplicate of a completed event is processed again.
 //
 // If a job for the event is already active, River's unique insert skips the
 // new one (the failure mode of River UI's retry of unique jobs,
@@ -290,21 +299,21 @@ func (d *DeadSet) canRetry() error {
 func (d *DeadSet) retryTx(ctx context.Context, tx pgx.Tx, id int64) (*Retried, error) {
 	r := &Retried{DeadID: id}
 	err := tx.QueryRow(ctx, stmt.lockDeadItem, id).
-		Scan(&r.Source, &r.EventID, &r.Reason, &r.OverrideBefore)
+		Scan(&r.Source, &r.EventID, &r.Destination, &r.Reason, &r.OverrideBefore)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrDeadItemNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock dead item %d: %w", id, err)
 	}
-	maxAttempts, ok := d.cfg.MaxAttempts(r.Source)
+	maxAttempts, ok := d.cfg.MaxAttempts(r.Source, r.Destination)
 	if !ok {
-		return nil, fmt.Errorf("%w: %q (dead item %d)", ErrUnknownSource, r.Source, id)
+		return nil, fmt.Errorf("%w: %q, destination %q (dead item %d)", ErrUnknownSource, r.Source, r.Destination, id)
 	}
 	if _, err := tx.Exec(ctx, stmt.requeueDeadItem, id); err != nil {
 		return nil, fmt.Errorf("re-queue dead item %d: %w", id, err)
 	}
-	res, err := d.cfg.River.InsertTx(ctx, tx, EventArgs{Source: r.Source, EventID: r.EventID, OverrideBefore: r.OverrideBefore},
+	res, err := d.cfg.River.InsertTx(ctx, tx, EventArgs{Source: r.Source, EventID: r.EventID, Destination: r.Destination, OverrideBefore: r.OverrideBefore},
 		InsertOptsFor(maxAttempts))
 	if err != nil {
 		return nil, fmt.Errorf("enqueue retry of dead item %d: %w", id, err)
@@ -315,14 +324,14 @@ func (d *DeadSet) retryTx(ctx context.Context, tx pgx.Tx, id int64) (*Retried, e
 	}
 	// Join the active job: the override travels in its args (read afresh by
 	// every attempt), the budget starts afresh (hookline counts it in
-	// hookline_events.job_attempts), and River's own retry makes a scheduled
+	// the destination's job_attempts), and River's own retry makes a scheduled
 	// or retryable job available now (it leaves a running job alone).
 	r.Joined = true
 	override, _ := json.Marshal(r.OverrideBefore)
 	if _, err := tx.Exec(ctx, joinJobSQL, r.JobID, string(override)); err != nil {
 		return nil, fmt.Errorf("join job %d: %w", r.JobID, err)
 	}
-	if _, err := tx.Exec(ctx, stmt.restartBudget, r.Source, r.EventID); err != nil {
+	if _, err := tx.Exec(ctx, stmt.restartBudget, r.Source, r.EventID, r.Destination); err != nil {
 		return nil, fmt.Errorf("join job %d: %w", r.JobID, err)
 	}
 	if res.Job.State != rivertype.JobStateRunning {

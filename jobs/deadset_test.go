@@ -37,7 +37,7 @@ func dsSetup(t *testing.T, batch int) *dsBundle {
 	require.NoError(t, err)
 	budgets := map[string]int{"s": 3, "t": 5}
 	dead, err := jobs.NewDeadSet(&jobs.DeadSetConfig{Pool: pool, River: rc, BulkBatch: batch,
-		MaxAttempts: func(s string) (int, bool) { n, ok := budgets[s]; return n, ok }})
+		MaxAttempts: func(s, _ string) (int, bool) { n, ok := budgets[s]; return n, ok }})
 	require.NoError(t, err)
 	return &dsBundle{pool: pool, river: rc, dead: dead}
 }
@@ -50,8 +50,9 @@ func (b *dsBundle) deadEvents(t testing.TB, source, prefix string, n int) {
 			INSERT INTO hookline_deliveries (source, content_type, body)
 			SELECT $1, 'application/json', convert_to('{"id":"' || $3 || i || '"}', 'UTF8') FROM generate_series(1, $2) i
 			RETURNING id, convert_from(body, 'UTF8')::jsonb->>'id' AS eid, body),
-		e AS (INSERT INTO hookline_events (source, event_id, state, delivery_id, attempts, last_error)
-			SELECT $1, eid, 'dead', id, 3, 'boom' FROM d)
+		e AS (INSERT INTO hookline_events (source, event_id, delivery_id) SELECT $1, eid, id FROM d),
+		r AS (INSERT INTO hookline_event_destinations (source, event_id, destination, state, delivery_id, attempts, last_error)
+			SELECT $1, eid, 'default', 'dead', id, 3, 'boom' FROM d)
 		INSERT INTO hookline_dead (source, event_id, reason, attempts, last_error, delivery_id, content_type, payload)
 		SELECT $1, eid, 'failed', 3, 'boom', id, 'application/json', body FROM d`, source, n, prefix)
 	require.NoError(t, err)
@@ -89,10 +90,10 @@ func TestDeadSetRetry(t *testing.T) {
 
 		job, err := b.river.JobGet(ctx, r.JobID)
 		require.NoError(t, err)
-		// The budget (the source's max_attempts) is counted by hookline in
-		// hookline_events.job_attempts per job: a new job starts afresh.
+		// The budget (the destination's max_attempts) is counted by hookline
+		// in the destination's job_attempts per job: a new job starts afresh.
 		require.Equal(t, jobs.RiverMaxAttempts, job.MaxAttempts, "River's cap, not the budget")
-		require.Equal(t, jobs.Queue, job.Queue)
+		require.Equal(t, jobs.QueueFor("t", jobs.DefaultDestination), job.Queue)
 		require.Contains(t, string(job.EncodedArgs), `"override_before"`)
 
 		var state string
@@ -100,8 +101,8 @@ func TestDeadSetRetry(t *testing.T) {
 		var delivery int64
 		var body []byte
 		var completedAt *time.Time
-		require.NoError(t, b.pool.QueryRow(ctx, `SELECT e.state, e.attempts, e.delivery_id, d.body, e.completed_at FROM hookline_events e
-			JOIN hookline_deliveries d ON d.id = e.delivery_id WHERE e.source = 't' AND e.event_id = 'evt_1'`).
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT e.state, e.attempts, e.delivery_id, d.body, e.completed_at FROM hookline_event_destinations e
+			JOIN hookline_deliveries d ON d.id = e.delivery_id WHERE e.source = 't' AND e.event_id = 'evt_1' AND e.destination = 'default'`).
 			Scan(&state, &attempts, &delivery, &body, &completedAt))
 		require.Equal(t, "queued", state)
 		require.Equal(t, 3, attempts, "attempts keep counting")
@@ -120,7 +121,7 @@ func TestDeadSetRetry(t *testing.T) {
 		require.NoError(t, err)
 		_, err = b.dead.Retry(ctx, b.firstDeadID(t, "true"))
 		require.NoError(t, err)
-		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM hookline_events WHERE source = 's' AND event_id = 'orphan' AND state = 'queued' AND event_type = 'x.y'`))
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM hookline_event_states WHERE source = 's' AND event_id = 'orphan' AND state = 'queued' AND event_type = 'x.y'`))
 	})
 
 	t.Run("UnknownSource", func(t *testing.T) {
@@ -139,11 +140,11 @@ func TestDeadSetRetry(t *testing.T) {
 		b.deadEvents(t, "s", "evt_", 1)
 		opts := jobs.InsertOptsFor(3)
 		opts.ScheduledAt = time.Now().Add(time.Hour)
-		waiting, err := b.river.Insert(ctx, jobs.EventArgs{Source: "s", EventID: "evt_1"}, opts)
+		waiting, err := b.river.Insert(ctx, jobs.EventArgs{Source: "s", EventID: "evt_1", Destination: jobs.DefaultDestination}, opts)
 		require.NoError(t, err)
 		_, err = b.pool.Exec(ctx, `UPDATE river_job SET attempt = 2 WHERE id = $1`, waiting.Job.ID)
 		require.NoError(t, err)
-		_, err = b.pool.Exec(ctx, `UPDATE hookline_events SET job_id = $1, job_attempts = 2 WHERE source = 's' AND event_id = 'evt_1'`, waiting.Job.ID)
+		_, err = b.pool.Exec(ctx, `UPDATE hookline_event_destinations SET job_id = $1, job_attempts = 2 WHERE source = 's' AND event_id = 'evt_1'`, waiting.Job.ID)
 		require.NoError(t, err)
 
 		r, err := b.dead.Retry(ctx, b.firstDeadID(t, "true"))
@@ -154,7 +155,7 @@ func TestDeadSetRetry(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, rivertype.JobStateAvailable, job.State, "made available now")
 		require.False(t, job.ScheduledAt.After(time.Now().Add(time.Minute)))
-		require.Equal(t, 0, b.count(t, `SELECT job_attempts FROM hookline_events WHERE source = 's' AND event_id = 'evt_1'`),
+		require.Equal(t, 0, b.count(t, `SELECT job_attempts FROM hookline_event_destinations WHERE source = 's' AND event_id = 'evt_1'`),
 			"a fresh budget for the joined job")
 		require.Contains(t, string(job.EncodedArgs), `"override_before"`)
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job`))
@@ -312,7 +313,7 @@ func TestDeadSetEvent(t *testing.T) {
 
 	// A completed event that came back after its window: queued, and its
 	// old completed_at is not reported.
-	_, err = b.pool.Exec(ctx, `UPDATE hookline_events SET state = 'queued', completed_at = now() - interval '1 day'`)
+	_, err = b.pool.Exec(ctx, `UPDATE hookline_event_destinations SET state = 'queued', completed_at = now() - interval '1 day'`)
 	require.NoError(t, err)
 	ev, err = jobs.NewEvents(b.pool).Lookup(ctx, "s", "evt_1")
 	require.NoError(t, err)

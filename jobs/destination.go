@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -54,7 +55,10 @@ type DestinationError struct {
 	Excerpt string
 	// Location is a redirect's target (3xx), which is not followed.
 	Location string
-	Err      error
+	// RetryAfter is how long a 429 or 503 asked to wait (its Retry-After,
+	// in seconds or as an HTTP date); 0 when it did not say.
+	RetryAfter time.Duration
+	Err        error
 }
 
 func (e *DestinationError) Error() string {
@@ -73,8 +77,9 @@ func (e *DestinationError) Error() string {
 func (e *DestinationError) Unwrap() error { return e.Err }
 
 // Forward posts ev's exact raw body to d with hookline's headers
-// (docs/operations.md, forwarding). Any 2xx is success.
-func (f *Forwarder) Forward(ctx context.Context, d *Destination, ev *Event) error {
+// (docs/operations.md, forwarding) and returns the answer's status. Any 2xx
+// is success; anything else is a *DestinationError.
+func (f *Forwarder) Forward(ctx context.Context, d *Destination, ev *Event) (int, error) {
 	timeout := d.Timeout
 	if timeout <= 0 {
 		timeout = defaults.DestTimeout
@@ -83,9 +88,31 @@ func (f *Forwarder) Forward(ctx context.Context, d *Destination, ev *Event) erro
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(ev.Body))
 	if err != nil {
-		return &DestinationError{Err: err}
+		return 0, &DestinationError{Err: err}
 	}
-	h := req.Header
+	if err := f.setHeaders(req.Header, d, ev); err != nil {
+		return 0, err
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return 0, &DestinationError{Err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+		return resp.StatusCode, nil
+	}
+	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, errorExcerpt))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+	de := &DestinationError{Status: resp.StatusCode, Excerpt: cleanExcerpt(excerpt), Location: CleanText(resp.Header.Get("Location"), errorExcerpt)}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		de.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), f.now())
+	}
+	return resp.StatusCode, de
+}
+
+// setHeaders sets hookline's headers on a forward.
+func (f *Forwarder) setHeaders(h http.Header, d *Destination, ev *Event) error {
 	if ev.ContentType != "" {
 		h.Set("Content-Type", ev.ContentType)
 	}
@@ -96,6 +123,9 @@ func (f *Forwarder) Forward(ctx context.Context, d *Destination, ev *Event) erro
 	h.Set("Hookline-Event-Type", ev.Type)
 	h.Set("Hookline-Attempt", strconv.Itoa(ev.Attempt))
 	h.Set("Hookline-Delivery-Id", strconv.FormatInt(ev.DeliveryID, 10))
+	if ev.Destination != "" {
+		h.Set("Hookline-Destination", ev.Destination)
+	}
 	h.Set("User-Agent", "hookline")
 	if d.Secret != "" {
 		secret, err := standardwebhooks.DecodeSecret(d.Secret)
@@ -104,18 +134,26 @@ func (f *Forwarder) Forward(ctx context.Context, d *Destination, ev *Event) erro
 		}
 		standardwebhooks.SetHeaders(h, secret, key, f.now(), ev.Body)
 	}
-	resp, err := f.client.Do(req)
-	if err != nil {
-		return &DestinationError{Err: err}
+	return nil
+}
+
+// retryAfter reads a Retry-After header: whole seconds, or an HTTP date
+// (relative to now). 0 when absent, unreadable or in the past.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
-		return nil
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return min(time.Duration(n)*time.Second, maxRetryAfter)
 	}
-	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, errorExcerpt))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
-	return &DestinationError{Status: resp.StatusCode, Excerpt: cleanExcerpt(excerpt), Location: CleanText(resp.Header.Get("Location"), errorExcerpt)}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), maxRetryAfter)
+	}
+	return 0
 }
 
 // cleanExcerpt is the start of an error answer as the event's last error

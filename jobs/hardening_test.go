@@ -103,7 +103,7 @@ func TestForwarderRedirectsAndExcerpts(t *testing.T) {
 	fwd := jobs.NewForwarder()
 	ev := &jobs.Event{Source: "s", ID: "e", Body: []byte("{}"), Attempt: 1}
 	for _, code := range []int{301, 302, 303, 307, 308} {
-		err := fwd.Forward(context.Background(), &jobs.Destination{URL: answer(code, "").URL}, ev)
+		_, err := fwd.Forward(context.Background(), &jobs.Destination{URL: answer(code, "").URL}, ev)
 		var de *jobs.DestinationError
 		require.ErrorAs(t, err, &de, "a %d is a failed attempt", code)
 		require.Equal(t, code, de.Status)
@@ -113,14 +113,14 @@ func TestForwarderRedirectsAndExcerpts(t *testing.T) {
 
 	cut := "a" + strings.Repeat("é", 300) // byte 512 splits an é
 	for _, body := range []string{"bad \xff utf-8", "nul \x00 byte", cut} {
-		err := fwd.Forward(context.Background(), &jobs.Destination{URL: answer(500, body).URL}, ev)
+		_, err := fwd.Forward(context.Background(), &jobs.Destination{URL: answer(500, body).URL}, ev)
 		var de *jobs.DestinationError
 		require.ErrorAs(t, err, &de)
 		require.True(t, utf8.ValidString(de.Excerpt), "%q", de.Excerpt)
 		require.NotContains(t, de.Excerpt, "\x00")
 		require.LessOrEqual(t, len(de.Excerpt), 512)
 	}
-	err := fwd.Forward(context.Background(), &jobs.Destination{URL: answer(500, cut).URL}, ev)
+	_, err := fwd.Forward(context.Background(), &jobs.Destination{URL: answer(500, cut).URL}, ev)
 	var de *jobs.DestinationError
 	require.ErrorAs(t, err, &de)
 	require.Equal(t, cut[:511], de.Excerpt, "the cut character is dropped, the rest kept")

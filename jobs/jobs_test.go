@@ -100,7 +100,7 @@ type eventRow struct {
 
 func (b *bundle) event(t testing.TB, id string) eventRow {
 	var r eventRow
-	err := b.pool.QueryRow(context.Background(), `SELECT state, attempts, last_error FROM hookline_events WHERE source='s' AND event_id=$1`, id).
+	err := b.pool.QueryRow(context.Background(), `SELECT state, attempts, last_error FROM hookline_event_destinations WHERE source='s' AND event_id=$1 AND destination='default'`, id).
 		Scan(&r.State, &r.Attempts, &r.LastErr)
 	require.NoError(t, err)
 	return r
@@ -267,7 +267,7 @@ func TestClaimWithoutEvent(t *testing.T) {
 		return state == "cancelled"
 	}, 30*time.Second, 20*time.Millisecond)
 	var claims int
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_claims WHERE key = 'hookline:s:evt_ghost'`).Scan(&claims))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_claims WHERE key = 'hookline:s:default:evt_ghost'`).Scan(&claims))
 	require.Zero(t, claims)
 }
 

@@ -31,6 +31,7 @@ type EventJob struct {
 	Args        []byte // EventArgs as JSON, as River encodes them
 	UniqueKey   []byte // River's unique key of the job
 	MaxAttempts int16  // River's attempt cap (RiverMaxAttempts)
+	Queue       string // the destination's queue (QueueFor)
 }
 
 // EventJobPriority is River's default priority, the one InsertOptsFor leaves.
@@ -39,75 +40,93 @@ const EventJobPriority = 1
 // EventUniqueStates is UniqueStates as River stores them in a job row (a bitmask).
 var EventUniqueStates = uniquestates.UniqueStatesToBitmask(UniqueStates)
 
-// NewEventJob returns the job row of (source, eventID) for a source whose
-// destination allows maxAttempts attempts. The unique key is the part River
-// would otherwise compute: sha256 of "&kind=<kind>&args=<the unique args as a
+// NewEventJob returns the job row of (source, eventID) at destination, whose
+// max_attempts is maxAttempts. The unique key is the part River would
+// otherwise compute: sha256 of "&kind=<kind>&args=<the unique args as a
 // sorted JSON object>", a value River keeps stable across versions because
 // existing rows hold it.
-func NewEventJob(source, eventID string, maxAttempts int) (EventJob, error) {
+func NewEventJob(source, eventID, destination string, maxAttempts int) (EventJob, error) {
 	capAttempts := riverAttemptCap(maxAttempts)
 	if capAttempts > math.MaxInt16 {
 		return EventJob{}, fmt.Errorf("job attempt cap %d (max_attempts %d) does not fit River's max_attempts column (smallint)", capAttempts, maxAttempts)
 	}
 	// Each string encoded once, as encoding/json encodes it (River encodes
 	// args with json.Marshal); args and the unique key are built from them.
-	src, _ := json.Marshal(source) //nolint:errchkjson // a string always encodes
-	id, _ := json.Marshal(eventID) //nolint:errchkjson
-	// args: json.Marshal(EventArgs{Source: source, EventID: eventID}).
-	args := make([]byte, 0, 26+len(src)+len(id))
+	src, _ := json.Marshal(source)       //nolint:errchkjson // a string always encodes
+	id, _ := json.Marshal(eventID)       //nolint:errchkjson
+	dest, _ := json.Marshal(destination) //nolint:errchkjson
+	// args: json.Marshal(EventArgs{Source, EventID, Destination}).
+	args := make([]byte, 0, 45+len(src)+len(id)+len(dest))
 	args = append(args, `{"source":`...)
 	args = append(args, src...)
 	args = append(args, `,"event_id":`...)
 	args = append(args, id...)
+	args = append(args, `,"destination":`...)
+	args = append(args, dest...)
 	args = append(args, '}')
 	// River's unique args: the fields tagged river:"unique", sorted by JSON
 	// name, each with its value exactly as encoded in args.
-	k := make([]byte, 0, 64+len(id)+len(src))
+	k := make([]byte, 0, 80+len(id)+len(src)+len(dest))
 	k = append(k, uniqueKeyPrefix...)
+	k = append(k, dest...)
+	k = append(k, `,"event_id":`...)
 	k = append(k, id...)
 	k = append(k, `,"source":`...)
 	k = append(k, src...)
 	k = append(k, '}')
 	sum := sha256.Sum256(k)
-	return EventJob{Args: args, UniqueKey: sum[:], MaxAttempts: int16(capAttempts)}, nil
+	return EventJob{Args: args, UniqueKey: sum[:], MaxAttempts: int16(capAttempts), Queue: QueueFor(source, destination)}, nil
 }
 
-var uniqueKeyPrefix = "&kind=" + EventArgs{}.Kind() + `&args={"event_id":`
+var uniqueKeyPrefix = "&kind=" + EventArgs{}.Kind() + `&args={"destination":`
 
 // InsertEventJobsSQL is a statement, for use as a data-modifying common
 // table expression, that inserts event jobs as River's InsertManyTx would,
-// with River's conflict rule: a job for an event that already has one
-// waiting or running (River's unique index, "until executed") is not
-// inserted. rows is a query yielding (args, max_attempts, unique_key, ord):
-// NewEventJob's fields and the insertion order (the order rows are locked
-// in); p is the number of the first of
-// the parameters EventJobParams returns. Each row answers (source, event_id,
-// skipped): skipped is true for a job not inserted (a duplicate).
+// with River's conflict rule: a job for an event's destination that already
+// has one waiting or running (River's unique index, "until executed") is
+// not inserted. rows is a query yielding (args, max_attempts, unique_key,
+// queue, ord): NewEventJob's fields and the insertion order (the order rows
+// are locked in); p is the number of the first of the parameters
+// EventJobParams returns. Each row answers (source, event_id, destination,
+// queue, skipped): skipped is true for a job not inserted (a duplicate).
 func InsertEventJobsSQL(rows string, p int) string {
 	n := func(i int) string { return "$" + strconv.Itoa(p+i) }
 	return `INSERT INTO river_job (args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
-	SELECT r.args, now(), ` + n(3) + `, r.max_attempts, '{}', ` + n(0) + `, ` + n(1) + `, now(), 'available', '{}', r.unique_key, ` + n(2) + `::int::bit(8)
-	FROM (` + rows + `) AS r(args, max_attempts, unique_key, ord)
+	SELECT r.args, now(), ` + n(2) + `, r.max_attempts, '{}', ` + n(0) + `, r.queue, now(), 'available', '{}', r.unique_key, ` + n(1) + `::int::bit(8)
+	FROM (` + rows + `) AS r(args, max_attempts, unique_key, queue, ord)
 	ORDER BY r.ord
 	ON CONFLICT (unique_key)
 		WHERE unique_key IS NOT NULL AND unique_states IS NOT NULL AND river_job_state_in_bitmask(unique_states, state)
 		DO UPDATE SET kind = river_job.kind
-	RETURNING args->>'source' AS source, args->>'event_id' AS event_id, xmax <> 0 AS skipped`
+	RETURNING args->>'source' AS source, args->>'event_id' AS event_id, COALESCE(args->>'destination', '` + DefaultDestination + `') AS destination,
+		queue, xmax <> 0 AS skipped`
 }
 
-// EventJobParams are InsertEventJobsSQL's parameters: priority, queue,
-// unique states and kind.
+// EventJobParams are InsertEventJobsSQL's parameters: priority, unique
+// states and kind.
 func EventJobParams() []any {
-	return []any{EventJobPriority, Queue, int32(EventUniqueStates), EventArgs{}.Kind()}
+	return []any{EventJobPriority, int32(EventUniqueStates), EventArgs{}.Kind()}
 }
 
 // InsertNotifySQL tells River's workers listening in the current schema that
-// jobs are available on the event queue, as River's insert does (River's
-// insert topic, "<schema>.river_insert", with the queue as JSON payload).
-// Without it a worker in another process still finds the jobs, at its next
-// poll (FetchPollInterval). Postgres delivers it at COMMIT, and not at all
-// if the transaction rolls back.
-const InsertNotifySQL = `SELECT pg_notify(coalesce(current_schema() || '.', '') || 'river_insert', '{"queue": "` + Queue + `"}')`
+// jobs are available on queues, as River's insert does (River's insert
+// topic, "<schema>.river_insert", with the queue as JSON payload). Without
+// it a worker in another process still finds the jobs, at its next poll
+// (FetchPollInterval). Postgres delivers it at COMMIT, and not at all if
+// the transaction rolls back. Queue names are River-valid (QueueFor): they
+// need no quoting.
+func InsertNotifySQL(queues ...string) string {
+	var b strings.Builder
+	b.WriteString(`SELECT pg_notify(coalesce(current_schema() || '.', '') || 'river_insert', '{"queue": "' || q || '"}') FROM unnest(ARRAY[`)
+	for i, q := range queues {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("'" + q + "'")
+	}
+	b.WriteString(`]::text[]) q`)
+	return b.String()
+}
 
 // completeRunningJobSQL marks job id completed as river.JobCompleteTx would
 // (state completed, finalized_at), only while it is running; guard adds
@@ -132,12 +151,15 @@ var unfinishedStates = func() string {
 	return strings.Join(q, ", ")
 }()
 
-// hasActiveJobSQL is a condition true when the event (source, eventID: SQL
-// expressions) has an active job. It probes River's args index.
-func hasActiveJobSQL(source, eventID string) string {
+// hasActiveJobSQL is a condition true when the event's destination
+// (source, eventID, destination: SQL expressions) has an active job; a job
+// without a destination (written before destinations had names) counts for
+// the default one. It probes River's args index.
+func hasActiveJobSQL(source, eventID, destination string) string {
 	return `EXISTS (SELECT 1 FROM river_job j
 			WHERE j.kind = '` + EventArgs{}.Kind() + `'
 			  AND j.args @> jsonb_build_object('source', ` + source + `, 'event_id', ` + eventID + `)
+			  AND COALESCE(j.args->>'destination', '` + DefaultDestination + `') = ` + destination + `
 			  AND j.state IN (` + unfinishedStates + `))`
 }
 
@@ -188,8 +210,9 @@ type JobStats struct {
 	Unfinished int // available, pending, retryable, running or scheduled
 	Abandoned  int // discarded or cancelled: River gave up on them
 	Rescued    int // jobs River's rescuer found stuck (their worker died)
-	// LatestAttempts is, per event ("source:event_id"), the attempt count
-	// River recorded on its newest job.
+	// LatestAttempts is, per event destination
+	// ("source:destination:event_id"), the attempt count River recorded on
+	// its newest job.
 	LatestAttempts map[string]int
 }
 
@@ -205,8 +228,9 @@ func ReadJobStats(ctx context.Context, q Querier, withAttempts bool) (JobStats, 
 	if err != nil || !withAttempts {
 		return st, err
 	}
-	rows, err := q.Query(ctx, `SELECT DISTINCT ON (args->>'source', args->>'event_id') args->>'source' || ':' || (args->>'event_id'), attempt
-		FROM river_job WHERE kind = $1 ORDER BY args->>'source', args->>'event_id', id DESC`, EventArgs{}.Kind())
+	rows, err := q.Query(ctx, `SELECT DISTINCT ON (args->>'source', args->>'event_id', args->>'destination')
+			args->>'source' || ':' || COALESCE(args->>'destination', '`+DefaultDestination+`') || ':' || (args->>'event_id'), attempt
+		FROM river_job WHERE kind = $1 ORDER BY args->>'source', args->>'event_id', args->>'destination', id DESC`, EventArgs{}.Kind())
 	if err != nil {
 		return st, err
 	}
@@ -222,6 +246,25 @@ func ReadJobStats(ctx context.Context, q Querier, withAttempts bool) (JobStats, 
 func AnyUnfinishedJob(ctx context.Context, q Querier) (bool, error) {
 	var any bool
 	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM river_job
-		WHERE state IN (`+unfinishedStates+`) AND queue = $1)`, Queue).Scan(&any)
+		WHERE state IN (`+unfinishedStates+`) AND kind = $1)`, EventArgs{}.Kind()).Scan(&any)
 	return any, err
 }
+
+// ensureQueueSQL creates a River queue's row ($1), as River's producer does
+// when it starts, so that a destination's queue can be paused before any
+// worker ran it. A queue created paused stays so when a worker starts it.
+const ensureQueueSQL = `INSERT INTO river_queue (name, created_at, metadata, updated_at) VALUES ($1, now(), '{}', now()) ON CONFLICT (name) DO NOTHING`
+
+// orphanJobsSQL lists up to 1,000 waiting event jobs in queues no worker
+// here runs ($1: the queues that are run), created more than $2 µs ago: the
+// jobs of a source or destination removed from the configuration.
+var orphanJobsSQL = `SELECT id, args->>'source', args->>'event_id', COALESCE(args->>'destination', '` + DefaultDestination + `')
+	FROM river_job
+	WHERE kind = '` + EventArgs{}.Kind() + `' AND state IN ('available', 'retryable', 'scheduled')
+		AND queue <> ALL($1::text[]) AND created_at < now() - $2::bigint * interval '1 microsecond'
+	ORDER BY id LIMIT 1000`
+
+// finishWaitingJobSQL completes a job that is waiting (not running): its
+// event's outcome is recorded elsewhere.
+const finishWaitingJobSQL = `UPDATE river_job SET state = 'completed', finalized_at = now()
+	WHERE id = $1 AND state IN ('available', 'retryable', 'scheduled')`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -31,18 +32,18 @@ func TestEventJobMatchesRiver(t *testing.T) {
 	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
 	type job struct {
-		source, id  string
-		maxAttempts int
+		source, id, dest string
+		maxAttempts      int
 	}
 	cases := []job{
-		{"stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy", 10},
-		{"paddle", "ntf_01hv8x2a", 1},
-		{`we "quote" \ and <tag>&`, `id "with" \ <&> é ☃ 😀` + "\u2028\u2029\t\n", 5000},
-		{"s", "", 300},
+		{"stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy", jobs.DefaultDestination, 10},
+		{"paddle", "ntf_01hv8x2a", "billing", 1},
+		{`we "quote" \ and <tag>&`, `id "with" \ <&> é ☃ 😀` + "\u2028\u2029\t\n", `d"<&>\é`, 5000},
+		{"s", "", "ledger", 300},
 	}
 	var params []river.InsertManyParams
 	for _, c := range cases {
-		params = append(params, river.InsertManyParams{Args: jobs.EventArgs{Source: c.source, EventID: c.id}, InsertOpts: jobs.InsertOptsFor(c.maxAttempts)})
+		params = append(params, river.InsertManyParams{Args: jobs.EventArgs{Source: c.source, EventID: c.id, Destination: c.dest}, InsertOpts: jobs.InsertOptsFor(c.maxAttempts)})
 	}
 	_, err = rc.InsertMany(ctx, params)
 	require.NoError(t, err)
@@ -55,33 +56,33 @@ func TestEventJobMatchesRiver(t *testing.T) {
 		require.NoError(t, pool.QueryRow(ctx, `SELECT unique_key, unique_states::int, max_attempts, priority, queue, kind
 			FROM river_job WHERE args->>'source' = $1 AND args->>'event_id' = $2`, c.source, c.id).
 			Scan(&got.key, &got.states, &got.maxAttempts, &got.priority, &got.queue, &got.kind))
-		want, err := jobs.NewEventJob(c.source, c.id, c.maxAttempts)
+		want, err := jobs.NewEventJob(c.source, c.id, c.dest, c.maxAttempts)
 		require.NoError(t, err)
 		require.Equal(t, want.UniqueKey, got.key, "unique key of %+v", c)
 		require.Equal(t, int(jobs.EventUniqueStates), got.states)
 		require.Equal(t, int(want.MaxAttempts), got.maxAttempts)
 		require.Equal(t, jobs.EventJobPriority, got.priority)
-		require.Equal(t, jobs.Queue, got.queue)
+		require.Equal(t, want.Queue, got.queue, "the destination's queue")
 		require.Equal(t, jobs.EventArgs{}.Kind(), got.kind)
 		var same bool
 		require.NoError(t, pool.QueryRow(ctx, `SELECT $1::jsonb = args FROM river_job WHERE unique_key = $2`, string(want.Args), want.UniqueKey).Scan(&same))
 		require.True(t, same, "args %s", want.Args)
 	}
-	_, err = jobs.NewEventJob("s", "x", 9000)
+	_, err = jobs.NewEventJob("s", "x", "d", 9000)
 	require.ErrorContains(t, err, "smallint", "an attempt cap River could not store")
 }
 
 // An event's job row, for a statement that inserts it itself; the unique
 // key is what River computes for EventArgs.
 func ExampleNewEventJob() {
-	j, err := jobs.NewEventJob("stripe", "evt_123", 10)
+	j, err := jobs.NewEventJob("stripe", "evt_123", "billing", 10)
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%s\n%d-byte unique key, states %08b, max_attempts %d\n", j.Args, len(j.UniqueKey), jobs.EventUniqueStates, j.MaxAttempts)
+	fmt.Printf("%s\n%d-byte unique key, states %08b, max_attempts %d, queue %s\n", j.Args, len(j.UniqueKey), jobs.EventUniqueStates, j.MaxAttempts, j.Queue)
 	// Output:
-	// {"source":"stripe","event_id":"evt_123"}
-	// 32-byte unique key, states 11110001, max_attempts 1000
+	// {"source":"stripe","event_id":"evt_123","destination":"billing"}
+	// 32-byte unique key, states 11110001, max_attempts 1000, queue hookline-stripe-billing-57b15171
 }
 
 // NewEventJob's args are json.Marshal(EventArgs), byte for byte, and its
@@ -90,9 +91,9 @@ func TestEventJobArgsAreEventArgs(t *testing.T) {
 	t.Parallel()
 	for _, c := range [][2]string{{"stripe", "evt_1"}, {`q"<&>\`, "é☃ 😀\u2028\x01"}, {"", ""}, {"a\xffb", "\xed\xa0\x80"}} {
 		for _, maxAttempts := range []int{1, 10, 250, 251, 8000} {
-			j, err := jobs.NewEventJob(c[0], c[1], maxAttempts)
+			j, err := jobs.NewEventJob(c[0], c[1], "dest", maxAttempts)
 			require.NoError(t, err)
-			want, err := json.Marshal(jobs.EventArgs{Source: c[0], EventID: c[1]})
+			want, err := json.Marshal(jobs.EventArgs{Source: c[0], EventID: c[1], Destination: "dest"})
 			require.NoError(t, err)
 			require.Equal(t, string(want), string(j.Args))
 			require.Equal(t, jobs.InsertOptsFor(maxAttempts).MaxAttempts, int(j.MaxAttempts))
@@ -113,14 +114,15 @@ func TestInsertEventJobsIsRiversInsert(t *testing.T) {
 		t.Helper()
 		var args, keys [][]byte
 		var maxes []int16
+		var queues []string
 		for _, id := range events {
-			j, err := jobs.NewEventJob("mine", id, 7)
+			j, err := jobs.NewEventJob("mine", id, "d", 7)
 			require.NoError(t, err)
-			args, keys, maxes = append(args, j.Args), append(keys, j.UniqueKey), append(maxes, j.MaxAttempts)
+			args, keys, maxes, queues = append(args, j.Args), append(keys, j.UniqueKey), append(maxes, j.MaxAttempts), append(queues, j.Queue)
 		}
-		sql := `WITH job AS (` + jobs.InsertEventJobsSQL(`SELECT a, m, k, o FROM unnest($1::jsonb[], $2::int2[], $3::bytea[]) WITH ORDINALITY AS u(a, m, k, o)`, 4) + `)
+		sql := `WITH job AS (` + jobs.InsertEventJobsSQL(`SELECT a, m, k, q, o FROM unnest($1::jsonb[], $2::int2[], $3::bytea[], $4::text[]) WITH ORDINALITY AS u(a, m, k, q, o)`, 5) + `)
 			SELECT event_id, skipped FROM job`
-		rows, err := pool.Query(ctx, sql, append([]any{args, maxes, keys}, jobs.EventJobParams()...)...)
+		rows, err := pool.Query(ctx, sql, append([]any{args, maxes, keys, queues}, jobs.EventJobParams()...)...)
 		require.NoError(t, err)
 		skipped := map[string]bool{}
 		var id string
@@ -133,7 +135,7 @@ func TestInsertEventJobsIsRiversInsert(t *testing.T) {
 		t.Helper()
 		var params []river.InsertManyParams
 		for _, id := range events {
-			params = append(params, river.InsertManyParams{Args: jobs.EventArgs{Source: "theirs", EventID: id}, InsertOpts: jobs.InsertOptsFor(7)})
+			params = append(params, river.InsertManyParams{Args: jobs.EventArgs{Source: "theirs", EventID: id, Destination: "d"}, InsertOpts: jobs.InsertOptsFor(7)})
 		}
 		res, err := rc.InsertMany(ctx, params)
 		require.NoError(t, err)
@@ -152,7 +154,7 @@ func TestInsertEventJobsIsRiversInsert(t *testing.T) {
 	require.Equal(t, map[string]bool{"a": false}, insert("a"), "the job finished: a new one")
 	require.Equal(t, map[string]bool{"a": false}, theirs("a"))
 
-	rows, err := pool.Query(ctx, `SELECT (to_jsonb(j) - 'id' - 'created_at' - 'scheduled_at' - 'finalized_at' - 'args' - 'unique_key')::text, args->>'source'
+	rows, err := pool.Query(ctx, `SELECT (to_jsonb(j) - 'id' - 'created_at' - 'scheduled_at' - 'finalized_at' - 'args' - 'unique_key' - 'queue')::text, args->>'source'
 		FROM river_job j ORDER BY args->>'source', args->>'event_id', id`)
 	require.NoError(t, err)
 	bySource := map[string][]string{}
@@ -160,7 +162,7 @@ func TestInsertEventJobsIsRiversInsert(t *testing.T) {
 	_, err = pgx.ForEachRow(rows, []any{&row, &source}, func() error { bySource[source] = append(bySource[source], row); return nil })
 	require.NoError(t, err)
 	require.Len(t, bySource["mine"], 3)
-	require.Equal(t, bySource["theirs"], bySource["mine"], "every column but the times and what depends on the source (args, unique key: TestEventJobMatchesRiver)")
+	require.Equal(t, bySource["theirs"], bySource["mine"], "every column but the times and what depends on the source (args, unique key, queue: TestEventJobMatchesRiver)")
 }
 
 // The insert notification is the one River's own insert sends: its topic
@@ -174,11 +176,14 @@ func TestInsertNotifyIsRivers(t *testing.T) {
 	require.NoError(t, l.Connect(ctx))
 	defer func() { _ = l.Close(context.Background()) }()
 	require.NoError(t, l.Listen(ctx, "river_insert")) // River's notifier.NotificationTopicInsert
-	_, err := pool.Exec(ctx, jobs.InsertNotifySQL)
+	q1, q2 := jobs.QueueFor("s", "a"), jobs.QueueFor("s", "b")
+	_, err := pool.Exec(ctx, jobs.InsertNotifySQL(q1, q2))
 	require.NoError(t, err)
-	n, err := l.WaitForNotification(ctx)
-	require.NoError(t, err)
-	require.JSONEq(t, `{"queue": "`+jobs.Queue+`"}`, n.Payload)
+	for _, q := range []string{q1, q2} {
+		n, err := l.WaitForNotification(ctx)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"queue": "`+q+`"}`, n.Payload)
+	}
 }
 
 // The worker's completion of its job leaves the row as River's
@@ -204,7 +209,7 @@ func TestCompletionAndStatsReadRiversRows(t *testing.T) {
 
 	st, err := jobs.ReadJobStats(ctx, pool, true)
 	require.NoError(t, err)
-	require.Equal(t, jobs.JobStats{Total: 3, Unfinished: 3, LatestAttempts: map[string]int{"s:x": 1, "s:y": 1, "s:later": 0}}, st)
+	require.Equal(t, jobs.JobStats{Total: 3, Unfinished: 3, LatestAttempts: map[string]int{"s:default:x": 1, "s:default:y": 1, "s:default:later": 0}}, st)
 	active, err := jobs.AnyUnfinishedJob(ctx, pool)
 	require.NoError(t, err)
 	require.True(t, active)
@@ -228,4 +233,22 @@ func TestCompletionAndStatsReadRiversRows(t *testing.T) {
 	qs, err := jobs.ReadQueueStats(ctx, pool)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"available": 0, "pending": 0, "retryable": 0, "running": 0, "scheduled": 1}, qs.ByState)
+}
+
+// QueueFor names a River-valid queue for any source and destination, and a
+// different one for each pair.
+func FuzzQueueFor(f *testing.F) {
+	f.Add("stripe", "billing")
+	f.Add(`we "quote"`, "é☃--__x")
+	f.Add("", "")
+	valid := regexp.MustCompile(`^(?:[a-z0-9])+(?:[_|\-]?[a-z0-9]+)*$`) // River's rule
+	f.Fuzz(func(t *testing.T, source, dest string) {
+		q := jobs.QueueFor(source, dest)
+		if len(q) > 64 || !valid.MatchString(q) {
+			t.Fatalf("QueueFor(%q, %q) = %q: not a River queue name", source, dest, q)
+		}
+		if other := jobs.QueueFor(source+"x", dest); other == q {
+			t.Fatalf("QueueFor(%q, %q) = QueueFor(%q, %q)", source, dest, source+"x", dest)
+		}
+	})
 }

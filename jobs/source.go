@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -12,32 +13,75 @@ import (
 
 // Source is one webhook sender as the workers see it.
 type Source struct {
-	// Name is the source name (the first half of the event key).
+	// Name is the source name (the first part of the event key).
 	Name string
-	// Reject: a job whose event is already completed goes to the dead set
-	// (reason duplicate) instead of being skipped.
+	// Reject: a job whose destination is already completed goes to the dead
+	// set (reason duplicate) instead of being skipped.
 	Reject bool
 	// Lease is the processing claim's lifetime, renewed while work runs.
 	Lease time.Duration
-	// DedupWindow is how long a completed event stays completed.
+	// DedupWindow is how long a completed destination stays completed.
 	DedupWindow time.Duration
+	// Targets are the source's destinations by name. A Source without
+	// Targets has one, DefaultDestination, made of the fields below (the
+	// one-destination form).
+	Targets []*Target
+
 	// Destination receives each event by HTTP, unless Handler is set.
 	Destination *Destination
 	// Handler processes events in Go, in transactional mode: its writes and
-	// the claim's completed mark commit in one transaction (promise 4).
-	// When set, Destination is not used.
+	// the claim's completed mark commit in one transaction.
+	Handler Handler
+	// Timeout, MaxAttempts, BackoffMin and BackoffMax: as in Target.
+	Timeout                time.Duration
+	MaxAttempts            int
+	BackoffMin, BackoffMax time.Duration
+
+	targets map[string]*Target
+}
+
+// Target is one destination of a source as the workers see it: an HTTP
+// destination or a Go handler, with its own attempts, backoff and flow
+// control.
+type Target struct {
+	// Name is unique within the source ([a-z0-9_-]{1,64}).
+	Name string
+	// HTTP receives each event, unless Handler is set.
+	HTTP *Destination
+	// Handler processes events in Go, in transactional mode: its writes and
+	// the claim's completed mark commit in one transaction.
 	Handler Handler
 	// Timeout is how long one attempt may run before River cancels it and,
-	// if its worker is gone, rescues the job. Default: Lease. A crashed
-	// worker's event is retried within max(Lease, Timeout) + River's rescuer
-	// interval (30 s), so keep it at the lease unless a Go handler really
-	// needs longer (its claim is renewed meanwhile, see idem.Claim.KeepAlive).
+	// if its worker is gone, rescues the job. Default: the source's Lease. A
+	// crashed worker's event is retried within max(Lease, Timeout) + River's
+	// rescuer interval (30 s), so keep it at the lease unless a Go handler
+	// really needs longer (its claim is renewed meanwhile).
 	Timeout time.Duration
-	// MaxAttempts per budget (destination.max_attempts); default 10.
+	// MaxAttempts per budget (max_attempts); default 10.
 	MaxAttempts int
 	// BackoffMin and BackoffMax bound the exponential, jittered delay
 	// between attempts (defaults 1s and 1h).
 	BackoffMin, BackoffMax time.Duration
+	// RateLimit is the most attempts per second across all instances (0:
+	// none); MaxInFlight the most concurrent attempts across all instances
+	// (0: the workers of each process).
+	RateLimit   float64
+	MaxInFlight int
+	// Circuit opens the destination after Failures consecutive failed
+	// attempts, for CoolDown (nil: no breaker).
+	Circuit *Circuit
+}
+
+// Circuit configures a destination's circuit breaker.
+type Circuit struct {
+	Failures int
+	CoolDown time.Duration
+}
+
+// flowControlled reports whether attempts go through the destination's
+// shared gate (rate limit, in-flight slots, circuit breaker).
+func (t *Target) flowControlled() bool {
+	return t.RateLimit > 0 || t.MaxInFlight > 0 || t.Circuit != nil
 }
 
 // Destination is an HTTP endpoint events are forwarded to.
@@ -52,8 +96,11 @@ type Destination struct {
 
 // Event is what a handler receives.
 type Event struct {
-	Source      string
-	ID          string
+	Source string
+	ID     string
+	// Destination is the name of the destination the event is delivered
+	// to now (DefaultDestination for a source's single destination).
+	Destination string
 	Type        string
 	ContentType string
 	// Body is the exact raw bytes received (a batch item's own bytes).
@@ -105,24 +152,44 @@ func (m TypeMux) Handle(ctx context.Context, tx pgx.Tx, ev *Event) error {
 	return nil
 }
 
-// withDefaults fills the fields left zero from the defaults table.
-func (s *Source) withDefaults() {
-	if s.MaxAttempts <= 0 {
-		s.MaxAttempts = defaults.MaxAttempts
-	}
+// withDefaults fills the fields left zero from the defaults table and
+// indexes the targets; a source without Targets gets its one-destination
+// target.
+func (s *Source) withDefaults() error {
 	if s.Lease <= 0 {
 		s.Lease = defaults.Lease
 	}
 	if s.DedupWindow <= 0 {
 		s.DedupWindow = defaults.DedupWindow
 	}
-	if s.Timeout <= 0 {
-		s.Timeout = s.Lease
+	if len(s.Targets) == 0 {
+		s.Targets = []*Target{{Name: DefaultDestination, HTTP: s.Destination, Handler: s.Handler, Timeout: s.Timeout,
+			MaxAttempts: s.MaxAttempts, BackoffMin: s.BackoffMin, BackoffMax: s.BackoffMax}}
 	}
-	if s.BackoffMin <= 0 {
-		s.BackoffMin = defaults.BackoffMin
+	s.targets = make(map[string]*Target, len(s.Targets))
+	for _, t := range s.Targets {
+		if t.HTTP == nil && t.Handler == nil {
+			return fmt.Errorf("jobs: destination %q of source %q has neither a URL nor a handler", t.Name, s.Name)
+		}
+		if _, dup := s.targets[t.Name]; dup {
+			return fmt.Errorf("jobs: destination %q of source %q given twice", t.Name, s.Name)
+		}
+		if t.MaxAttempts <= 0 {
+			t.MaxAttempts = defaults.MaxAttempts
+		}
+		if t.Timeout <= 0 {
+			t.Timeout = s.Lease
+		}
+		if t.BackoffMin <= 0 {
+			t.BackoffMin = defaults.BackoffMin
+		}
+		if t.BackoffMax <= 0 {
+			t.BackoffMax = defaults.BackoffMax
+		}
+		s.targets[t.Name] = t
 	}
-	if s.BackoffMax <= 0 {
-		s.BackoffMax = defaults.BackoffMax
-	}
+	return nil
 }
+
+// target returns the source's destination named name, or nil.
+func (s *Source) target(name string) *Target { return s.targets[name] }

@@ -7,206 +7,257 @@ import "strconv"
 // and completion statements the worker's wrap (claimStartSQL, completeSQL)
 // so that one round trip claims and starts, or completes, an event.
 //
-// Shared rules are SQL functions of the migrations, defined once:
-// hookline_item (an event's own bytes in its delivery's body) and
-// hookline_requeues (whether a new delivery re-queues an event).
+// An event (hookline_events) goes to destinations; each (event,
+// destination) is a row of hookline_event_destinations with its own state,
+// attempts and budget, and every attempt's outcome is a row of
+// hookline_attempts. Shared rules are SQL functions of the migrations,
+// defined once: hookline_item (an event's own bytes in its delivery's body)
+// and hookline_requeues (whether a new delivery re-queues a destination).
 
 // param renders parameter n+i.
 func param(n, i int) string { return "$" + strconv.Itoa(n+i) }
 
-// startAttemptSQL counts an attempt of event (source, eventID) by job — over
-// the event's whole life (attempts) and within the job's budget
-// (job_attempts, which a new job restarts) — and loads its payload. from
-// names more FROM items that must yield a row for anything to happen (the
-// claim). The event keeps its state: "processing" is what its claim says,
-// and leaving state (a column of the partial indexes) alone makes this an
-// update of non-indexed columns only, which PostgreSQL can do as a HOT
-// update. An event without a stored delivery is not touched.
-func startAttemptSQL(source, eventID, job, from string) string {
-	return `UPDATE hookline_events e SET attempts = e.attempts + 1,
-			job_attempts = CASE WHEN e.job_id = ` + job + ` THEN e.job_attempts + 1 ELSE 1 END, job_id = ` + job + `
-		FROM hookline_deliveries d` + from + `
-		WHERE e.source = ` + source + ` AND e.event_id = ` + eventID + ` AND d.id = e.delivery_id
-		RETURNING e.attempts, e.job_attempts, e.event_type, e.delivery_id, d.content_type, d.headers, d.received_at,
-			hookline_item(d.body, e.item_offset, e.item_length) AS body`
+// startAttemptSQL counts an attempt of the event's destination (source,
+// eventID, dest) by job — over its whole life (attempts) and within the
+// job's budget (job_attempts, which a new job restarts) — and loads the
+// payload it forwards. from names more FROM items that must yield a row
+// for anything to happen (the claim). The row keeps its state:
+// "processing" is what its claim says, and leaving state (a column of the
+// partial index) alone makes this an update PostgreSQL can do as a HOT
+// update. A destination whose delivery is gone is not touched.
+func startAttemptSQL(source, eventID, dest, job, from string) string {
+	return `UPDATE hookline_event_destinations r SET attempts = r.attempts + 1,
+			job_attempts = CASE WHEN r.job_id = ` + job + ` THEN r.job_attempts + 1 ELSE 1 END, job_id = ` + job + `
+		FROM hookline_deliveries d, hookline_events e` + from + `
+		WHERE r.source = ` + source + ` AND r.event_id = ` + eventID + ` AND r.destination = ` + dest + `
+			AND d.id = r.delivery_id AND e.source = r.source AND e.event_id = r.event_id
+		RETURNING r.attempts, r.job_attempts, e.event_type, r.delivery_id, d.content_type, d.headers, d.received_at,
+			hookline_item(d.body, r.item_offset, r.item_length) AS body`
 }
 
 // claimStartSQL wraps idem's claim statement (parameters $1..$n; one row
 // iff the claim was taken) so that the attempt is counted and the payload
 // loaded only when the claim was taken. The event's columns are NULL when
-// there is no event or no delivery; then nothing but the claim changed.
-// Parameters after idem's: source, event_id, job id.
+// there is no such destination row or no delivery; then nothing but the
+// claim changed. Parameters after idem's: source, event_id, destination,
+// job id.
 func claimStartSQL(claimSQL string, n int) string {
 	return `WITH claim AS (` + claimSQL + `),
-	ev AS (` + startAttemptSQL(param(n, 1), param(n, 2), param(n, 3), ", claim") + `)
+	ev AS (` + startAttemptSQL(param(n, 1), param(n, 2), param(n, 3), param(n, 4), ", claim") + `)
 	SELECT claim.token, claim.expires_at, ev.attempts, COALESCE(ev.job_attempts, 0), ev.event_type, ev.delivery_id,
 		ev.content_type, ev.headers, ev.received_at, ev.body
 	FROM claim LEFT JOIN ev ON true`
 }
 
 // startSQL is startAttemptSQL on its own, for a claim taken by an earlier
-// statement of the same transaction: source $1, event_id $2, job id $3.
-var startSQL = `WITH ev AS (` + startAttemptSQL("$1", "$2", "$3", "") + `)
+// statement of the same transaction: source $1, event_id $2, destination
+// $3, job id $4.
+var startSQL = `WITH ev AS (` + startAttemptSQL("$1", "$2", "$3", "$4", "") + `)
 	SELECT attempts, job_attempts, event_type, delivery_id, content_type, headers, received_at, body FROM ev`
+
+// attemptLogSQL records an attempt's outcome: source, event_id,
+// destination, then n, status, duration (ms) and error at $p.. $p+3; from
+// (a FROM clause, or "") must yield a row for it to be written.
+func attemptLogSQL(source, eventID, dest string, p int, from string) string {
+	return `INSERT INTO hookline_attempts (source, event_id, destination, n, status, duration_ms, error)
+		SELECT ` + source + `, ` + eventID + `, ` + dest + `, ` + param(p, 0) + `, ` + param(p, 1) + `, ` + param(p, 2) + `, ` + param(p, 3) + from
+}
 
 // completeSQL wraps idem's complete statement (parameters $1..$n, one row
 // iff our token still holds) so that everything else depends on it:
 //
-//   - the event becomes completed (its dedup window starts now);
+//   - the event's destination becomes completed (its dedup window starts
+//     now) and the attempt is logged;
 //   - its dead item of reason failed leaves the dead set;
+//   - the destination's failure streak, if any, ends;
 //   - the River job is marked completed (completeRunningJobSQL).
 //
-// The job's completion stays in the same statement as the event's: left to
-// River's batched completer after Work returns, the job would stay running
-// for a moment after the event completed, and a unique insert for the event
-// in that moment (an operator's retry joins the active job) would join a job
+// The job's completion stays in the same statement: left to River's
+// batched completer after Work returns, the job would stay running for a
+// moment after the destination completed, and a unique insert for it in
+// that moment (an operator's retry joins the active job) would join a job
 // that never runs again.
 //
-// Lock order: ingest locks the event row (its upsert) and then the job row
-// (the unique insert), so this statement must lock the event before the job,
-// or the two deadlock. Data-modifying CTEs run in no promised order, and a
-// join does not force one either (a join whose other side is empty never
-// reads the CTE). What does: an uncorrelated scalar subquery in the job
-// update's WHERE, (SELECT count(*) FROM ev), is a one-time filter that
-// PostgreSQL evaluates — running the event update to completion — before it
-// scans the job table. The event update joins the claim, so nothing is
-// locked unless the claim was ours.
+// Lock order: ingest locks the destination row and then the job row (the
+// unique insert), so this statement must lock the destination row before
+// the job, or the two deadlock. Data-modifying CTEs run in no promised
+// order, and a join does not force one either. What does: an uncorrelated
+// scalar subquery in the job update's WHERE, (SELECT count(*) FROM ev), is a
+// one-time filter that PostgreSQL evaluates — running the destination
+// update to completion — before it scans the job table. The destination
+// update joins the claim, so nothing is locked unless the claim was ours.
 //
-// Parameters after idem's: source, event_id, dedup window (µs), job id.
+// Parameters after idem's: source, event_id, destination, dedup window
+// (µs), job id, then the attempt's n, status, duration (ms) and error.
 func completeSQL(claimSQL string, n int) string {
-	src, id := param(n, 1), param(n, 2)
+	src, id, dest := param(n, 1), param(n, 2), param(n, 3)
 	return `WITH claim AS (` + claimSQL + `),
 	ev AS (
-		UPDATE hookline_events e SET state = 'completed', completed_at = now(),
-			dedup_until = now() + ` + param(n, 3) + `::bigint * interval '1 microsecond', last_error = NULL
-		FROM claim WHERE e.source = ` + src + ` AND e.event_id = ` + id + `
+		UPDATE hookline_event_destinations r SET state = 'completed', completed_at = now(),
+			dedup_until = now() + ` + param(n, 4) + `::bigint * interval '1 microsecond', last_error = NULL
+		FROM claim WHERE r.source = ` + src + ` AND r.event_id = ` + id + ` AND r.destination = ` + dest + `
 		RETURNING 1),
+	att AS (` + attemptLogSQL(src, id, dest, n+6, " FROM claim") + `),
 	dead AS (
 		DELETE FROM hookline_dead x
-		WHERE x.source = ` + src + ` AND x.event_id = ` + id + ` AND x.reason = 'failed'
+		WHERE x.source = ` + src + ` AND x.event_id = ` + id + ` AND x.destination = ` + dest + ` AND x.reason = 'failed'
 			AND EXISTS (SELECT 1 FROM claim)
 		RETURNING 1),
-	job AS (` + completeRunningJobSQL(param(n, 4), `(SELECT count(*) FROM ev) >= 0 AND EXISTS (SELECT 1 FROM claim)`) + `)
+	streak AS (
+		UPDATE hookline_destinations SET failure_streak = 0
+		WHERE source = ` + src + ` AND name = ` + dest + ` AND failure_streak > 0 AND circuit = 'closed'
+			AND EXISTS (SELECT 1 FROM claim)),
+	job AS (` + completeRunningJobSQL(param(n, 5), `(SELECT count(*) FROM ev) >= 0 AND EXISTS (SELECT 1 FROM claim)`) + `)
 	SELECT count(*) FROM claim`
 }
 
-// deadFromEventSQL moves an event that is still waiting to the dead set
-// (reason $reason, last error $3), copying its stored payload (empty if
-// retention pruned it). Source $1, event_id $2.
-func deadFromEventSQL(reason string) string {
-	return `WITH e AS (
-			UPDATE hookline_events SET state = 'dead', last_error = $3
-			WHERE source = $1 AND event_id = $2 AND state = 'queued'
-			RETURNING source, event_id, event_type, attempts, delivery_id, item_offset, item_length)
-		INSERT INTO hookline_dead (source, event_id, event_type, reason, attempts, last_error, delivery_id, content_type, headers, payload)
-		SELECT e.source, e.event_id, e.event_type, '` + reason + `', e.attempts, $3, e.delivery_id,
-			COALESCE(d.content_type, ''), COALESCE(d.headers, '{}'), COALESCE(hookline_item(d.body, e.item_offset, e.item_length), '')
-		FROM e LEFT JOIN hookline_deliveries d ON d.id = e.delivery_id`
-}
+// deadFromEventSQL moves a waiting destination of an event to the dead set
+// (reason failed, last error $4), copying its stored payload (empty if
+// retention pruned it). Source $1, event_id $2, destination $3.
+const deadFromEventSQL = `WITH r AS (
+		UPDATE hookline_event_destinations SET state = 'dead', last_error = $4
+		WHERE source = $1 AND event_id = $2 AND destination = $3 AND state = 'queued'
+		RETURNING source, event_id, destination, attempts, delivery_id, item_offset, item_length)
+	INSERT INTO hookline_dead (source, event_id, destination, event_type, reason, attempts, last_error, delivery_id, content_type, headers, payload)
+	SELECT r.source, r.event_id, r.destination, COALESCE(e.event_type, ''), 'failed', r.attempts, $4, r.delivery_id,
+		COALESCE(d.content_type, ''), COALESCE(d.headers, '{}'), COALESCE(hookline_item(d.body, r.item_offset, r.item_length), '')
+	FROM r LEFT JOIN hookline_deliveries d ON d.id = r.delivery_id
+		LEFT JOIN hookline_events e ON e.source = r.source AND e.event_id = r.event_id`
 
 // stmt are the worker's, the clean-up's and the dead set's fixed statements.
 var stmt = struct {
-	// Worker: an attempt failed (source $1, event_id $2, error $3).
+	// Worker: an attempt failed (source $1, event_id $2, destination $3,
+	// last error $4; the attempt's n $5, status $6, duration $7, error $8).
 	markRetry string
-	// Worker: the last attempt failed: the event and its dead item
-	// ($4 type, $5 attempts, $6 delivery id, $7 content type, $8 headers,
-	// $9 payload).
+	// Worker: the last attempt failed: the destination and its dead item
+	// (as markRetry, then $9 type, $10 delivery id, $11 content type, $12
+	// headers, $13 payload).
 	markDead string
-	// Worker: an event no worker can claim goes dead (deadFromEventSQL).
+	// Worker: a destination no worker can claim goes dead (deadFromEventSQL).
 	deadUnclaimed string
-	eventExists   string
-	// Worker: a job found its event completed, under on_duplicate: reject.
+	// Worker: whether the event's destination row exists ($1, $2, $3).
+	destinationExists string
+	// Worker: a job found its destination completed, under on_duplicate:
+	// reject ($1 source, $2 event_id, $3 destination).
 	deadDuplicate string
 
 	// Clean-up.
-	pruneDeliveries, pruneContentKeys string
+	pruneDeliveries, pruneContentKeys, pruneAttempts string
 
 	// Dead set.
 	deadItemColumns, getDeadItem, deleteDeadItem, lockDeadItem, requeueDeadItem, restartBudget string
 
-	// Event lookup ($3: the event's claim key).
-	lookupEvent string
-	// Metrics: items in the dead set by source and reason.
-	deadItemCounts string
+	// Event lookup: the event ($1, $2; $3 is unused), its destinations
+	// (with whether each has a live claim; $3 is the claim key prefix),
+	// its attempts log.
+	lookupEvent, lookupDestinations, lookupAttempts string
+	// Metrics: items in the dead set by source and reason; waiting
+	// deliveries by source and destination.
+	deadItemCounts, queuedCounts string
 }{
-	markRetry: `UPDATE hookline_events SET state = 'queued', last_error = $3 WHERE source = $1 AND event_id = $2`,
-	markDead: `WITH e AS (
-			UPDATE hookline_events SET state = 'dead', last_error = $3 WHERE source = $1 AND event_id = $2)
-		INSERT INTO hookline_dead (source, event_id, event_type, reason, attempts, last_error, delivery_id, content_type, headers, payload)
-		VALUES ($1, $2, $4, 'failed', $5, $3, $6, $7, $8, $9)`,
-	deadUnclaimed: deadFromEventSQL(ReasonFailed),
-	eventExists:   `SELECT EXISTS (SELECT 1 FROM hookline_events WHERE source = $1 AND event_id = $2)`,
-	deadDuplicate: `INSERT INTO hookline_dead (source, event_id, event_type, reason, attempts, last_error, delivery_id, content_type, headers, payload)
-		SELECT e.source, e.event_id, e.event_type, 'duplicate', e.attempts,
+	markRetry: `WITH r AS (
+			UPDATE hookline_event_destinations SET state = 'queued', last_error = $4
+			WHERE source = $1 AND event_id = $2 AND destination = $3)
+		` + attemptLogSQL("$1", "$2", "$3", 5, ""),
+	markDead: `WITH r AS (
+			UPDATE hookline_event_destinations SET state = 'dead', last_error = $4
+			WHERE source = $1 AND event_id = $2 AND destination = $3),
+		att AS (` + attemptLogSQL("$1", "$2", "$3", 5, "") + `)
+		INSERT INTO hookline_dead (source, event_id, destination, event_type, reason, attempts, last_error, delivery_id, content_type, headers, payload)
+		VALUES ($1, $2, $3, $9, 'failed', $5, $4, $10, $11, $12, $13)`,
+	deadUnclaimed:     deadFromEventSQL,
+	destinationExists: `SELECT EXISTS (SELECT 1 FROM hookline_event_destinations WHERE source = $1 AND event_id = $2 AND destination = $3)`,
+	deadDuplicate: `INSERT INTO hookline_dead (source, event_id, destination, event_type, reason, attempts, last_error, delivery_id, content_type, headers, payload)
+		SELECT r.source, r.event_id, r.destination, e.event_type, 'duplicate', r.attempts,
 			CASE WHEN d.id IS NULL THEN 'event already completed (on_duplicate: reject); its payload was pruned by retention'
 				ELSE 'event already completed (on_duplicate: reject)' END,
-			e.delivery_id, COALESCE(d.content_type, ''), COALESCE(d.headers, '{}'),
-			COALESCE(hookline_item(d.body, e.item_offset, e.item_length), '')
-		FROM hookline_events e LEFT JOIN hookline_deliveries d ON d.id = e.delivery_id
-		WHERE e.source = $1 AND e.event_id = $2`,
+			r.delivery_id, COALESCE(d.content_type, ''), COALESCE(d.headers, '{}'),
+			COALESCE(hookline_item(d.body, r.item_offset, r.item_length), '')
+		FROM hookline_event_destinations r JOIN hookline_events e ON e.source = r.source AND e.event_id = r.event_id
+			LEFT JOIN hookline_deliveries d ON d.id = r.delivery_id
+		WHERE r.source = $1 AND r.event_id = $2 AND r.destination = $3`,
 
-	// The stored bodies of completed events past retention ($1 µs), and
-	// expired content keys, 1,000 rows per statement.
+	// The stored bodies no waiting destination needs, past retention ($1
+	// µs); expired content keys; the attempts log of destinations
+	// completed before the retention. 1,000 rows per statement.
 	pruneDeliveries: `DELETE FROM hookline_deliveries WHERE id IN (
 			SELECT d.id FROM hookline_deliveries d
 			WHERE d.received_at < now() - $1::bigint * interval '1 microsecond'
-			  AND NOT EXISTS (SELECT 1 FROM hookline_events e WHERE e.delivery_id = d.id AND e.state <> 'completed')
+			  AND NOT EXISTS (SELECT 1 FROM hookline_event_destinations r WHERE r.delivery_id = d.id AND r.state <> 'completed')
 			LIMIT 1000)`,
 	pruneContentKeys: `DELETE FROM hookline_content_keys WHERE (source, content_key) IN (
 			SELECT source, content_key FROM hookline_content_keys WHERE expires_at < now() LIMIT 1000)`,
+	pruneAttempts: `DELETE FROM hookline_attempts WHERE id IN (
+			SELECT a.id FROM hookline_attempts a
+			WHERE a.at < now() - $1::bigint * interval '1 microsecond'
+			  AND NOT EXISTS (SELECT 1 FROM hookline_event_destinations r
+				WHERE r.source = a.source AND r.event_id = a.event_id AND r.destination = a.destination AND r.state <> 'completed')
+			LIMIT 1000)`,
 
-	deadItemColumns: `id, source, event_id, event_type, reason, attempts, last_error, dead_at`,
-	getDeadItem: `SELECT id, source, event_id, event_type, reason, attempts, last_error, dead_at, content_type, headers, payload, delivery_id
+	deadItemColumns: `id, source, event_id, destination, event_type, reason, attempts, last_error, dead_at`,
+	getDeadItem: `SELECT id, source, event_id, destination, event_type, reason, attempts, last_error, dead_at, content_type, headers, payload, delivery_id
 		FROM hookline_dead WHERE id = $1`,
 	deleteDeadItem: `DELETE FROM hookline_dead WHERE id = $1`,
-	lockDeadItem:   `SELECT source, event_id, reason, clock_timestamp() FROM hookline_dead WHERE id = $1 FOR UPDATE`,
+	lockDeadItem:   `SELECT source, event_id, destination, reason, clock_timestamp() FROM hookline_dead WHERE id = $1 FOR UPDATE`,
 	// The item leaves the dead set; its payload becomes a new delivery (so a
 	// retry works after the original was pruned); the event (created if
-	// missing) points at it and is queued again, its counts kept.
+	// missing) and its destination point at it, the destination queued
+	// again, its counts kept.
 	requeueDeadItem: `WITH dead AS (
 			DELETE FROM hookline_dead WHERE id = $1
-			RETURNING source, event_id, event_type, content_type, headers, payload),
+			RETURNING source, event_id, destination, event_type, content_type, headers, payload),
 		deliv AS (
 			INSERT INTO hookline_deliveries (source, content_type, headers, body)
 			SELECT source, content_type, headers, payload FROM dead
-			RETURNING id)
-		INSERT INTO hookline_events AS e (source, event_id, event_type, delivery_id)
-		SELECT dead.source, dead.event_id, dead.event_type, deliv.id FROM dead, deliv
-		ON CONFLICT (source, event_id) DO UPDATE SET
+			RETURNING id),
+		ev AS (
+			INSERT INTO hookline_events AS e (source, event_id, event_type, delivery_id)
+			SELECT dead.source, dead.event_id, dead.event_type, deliv.id FROM dead, deliv
+			ON CONFLICT (source, event_id) DO UPDATE SET
+				event_type = CASE WHEN excluded.event_type <> '' THEN excluded.event_type ELSE e.event_type END
+			RETURNING 1)
+		INSERT INTO hookline_event_destinations AS r (source, event_id, destination, delivery_id)
+		SELECT dead.source, dead.event_id, dead.destination, deliv.id FROM dead, deliv
+		WHERE (SELECT count(*) FROM ev) >= 0
+		ON CONFLICT (source, event_id, destination) DO UPDATE SET
 			state        = 'queued',
 			delivery_id  = excluded.delivery_id,
 			item_offset  = NULL,
 			item_length  = NULL,
-			event_type   = CASE WHEN excluded.event_type <> '' THEN excluded.event_type ELSE e.event_type END,
 			queued_at    = now(),
 			completed_at = NULL,
 			dedup_until  = NULL`,
-	restartBudget: `UPDATE hookline_events SET job_attempts = 0 WHERE source = $1 AND event_id = $2`,
+	restartBudget: `UPDATE hookline_event_destinations SET job_attempts = 0 WHERE source = $1 AND event_id = $2 AND destination = $3`,
 
-	lookupEvent: `SELECT e.source, e.event_id, e.event_type, e.state, e.deliveries, e.attempts,
-			e.first_received_at, e.completed_at, e.last_error,
-			COALESCE((SELECT c.state = 'processing' AND c.expires_at > now() FROM ` + ClaimsTable + ` c WHERE c.key = $3), false),
-			(SELECT d.id FROM hookline_dead d WHERE d.source = e.source AND d.event_id = e.event_id
-			 ORDER BY d.reason = 'failed' DESC, d.dead_at DESC, d.id DESC LIMIT 1)
-		FROM hookline_events e WHERE e.source = $1 AND e.event_id = $2`,
+	lookupEvent: `SELECT source, event_id, event_type, state, deliveries, attempts, first_received_at, completed_at
+		FROM hookline_event_states WHERE source = $1 AND event_id = $2`,
+	lookupDestinations: `SELECT r.destination, r.state, r.attempts, r.last_error, r.completed_at,
+			COALESCE((SELECT c.state = 'processing' AND c.expires_at > now() FROM ` + ClaimsTable + ` c
+				WHERE c.key = $3 || r.destination || ':' || r.event_id), false),
+			(SELECT x.id FROM hookline_dead x WHERE x.source = r.source AND x.event_id = r.event_id AND x.destination = r.destination
+			 ORDER BY x.reason = 'failed' DESC, x.dead_at DESC, x.id DESC LIMIT 1)
+		FROM hookline_event_destinations r WHERE r.source = $1 AND r.event_id = $2 ORDER BY r.destination`,
+	lookupAttempts: `SELECT n, destination, at, status, duration_ms, error FROM hookline_attempts
+		WHERE source = $1 AND event_id = $2 ORDER BY at, id LIMIT 1000`,
 	deadItemCounts: `SELECT source, reason, count(*) FROM hookline_dead GROUP BY 1, 2`,
+	queuedCounts:   `SELECT source, destination, count(*) FROM hookline_event_destinations WHERE state = 'queued' GROUP BY 1, 2`,
 }
 
-// strandedSQL finds, in one window of waiting events (queue order, after
-// the cursor ($2, $3, $4), at most $5, queued more than $1 µs ago), those
-// without an active job, then one row for the window's last event (the next
-// cursor) with the window's size. The anti-join is in a WHERE so that
-// PostgreSQL probes the job table's args index per event.
+// strandedSQL finds, in one window of waiting destinations (queue order,
+// after the cursor ($2, $3, $4, $5), at most $6, queued more than $1 µs
+// ago), those without an active job, then one row for the window's last
+// one (the next cursor) with the window's size. The anti-join is in a WHERE
+// so that PostgreSQL probes the job table's args index per row.
 var strandedSQL = `WITH cand AS MATERIALIZED (
-		SELECT e.source, e.event_id, e.queued_at FROM hookline_events e
-		WHERE e.state = 'queued' AND e.queued_at < now() - $1::bigint * interval '1 microsecond'
-		  AND (e.queued_at, e.source, e.event_id) > ($2::timestamptz, $3::text, $4::text)
-		ORDER BY e.queued_at, e.source, e.event_id LIMIT $5)
-	SELECT c.source, c.event_id, c.queued_at, false AS last, 0::bigint AS seen FROM cand c
-	WHERE NOT ` + hasActiveJobSQL("c.source", "c.event_id") + `
+		SELECT r.source, r.event_id, r.destination, r.queued_at FROM hookline_event_destinations r
+		WHERE r.state = 'queued' AND r.queued_at < now() - $1::bigint * interval '1 microsecond'
+		  AND (r.queued_at, r.source, r.event_id, r.destination) > ($2::timestamptz, $3::text, $4::text, $5::text)
+		ORDER BY r.queued_at, r.source, r.event_id, r.destination LIMIT $6)
+	SELECT c.source, c.event_id, c.destination, c.queued_at, false AS last, 0::bigint AS seen FROM cand c
+	WHERE NOT ` + hasActiveJobSQL("c.source", "c.event_id", "c.destination") + `
 	UNION ALL
-	SELECT * FROM (SELECT source, event_id, queued_at, true, count(*) OVER () FROM cand
-		ORDER BY queued_at DESC, source DESC, event_id DESC LIMIT 1) l`
+	SELECT * FROM (SELECT source, event_id, destination, queued_at, true, count(*) OVER () FROM cand
+		ORDER BY queued_at DESC, source DESC, event_id DESC, destination DESC LIMIT 1) l`
 
 // The dead set's statements over a filter: where is DeadFilter.where's
 // condition, whose parameters come first.

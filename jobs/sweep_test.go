@@ -29,11 +29,12 @@ func TestSweepWindowRotates(t *testing.T) {
 	var withJob []river.InsertManyParams
 	for i := range 25 {
 		id := fmt.Sprintf("evt_sweep_%02d", i)
-		_, err := pool.Exec(ctx, `INSERT INTO hookline_events (source, event_id, delivery_id, queued_at)
-			VALUES ('s', $1, 1, now() - interval '5 minutes' + $2 * interval '1 second')`, id, i/2)
+		_, err := pool.Exec(ctx, `WITH e AS (INSERT INTO hookline_events (source, event_id, delivery_id) VALUES ('s', $1, 1))
+			INSERT INTO hookline_event_destinations (source, event_id, destination, delivery_id, queued_at)
+			VALUES ('s', $1, 'default', 1, now() - interval '5 minutes' + $2 * interval '1 second')`, id, i/2)
 		require.NoError(t, err)
 		if i%3 == 0 {
-			withJob = append(withJob, river.InsertManyParams{Args: EventArgs{Source: "s", EventID: id}, InsertOpts: InsertOptsFor(3)})
+			withJob = append(withJob, river.InsertManyParams{Args: EventArgs{Source: "s", EventID: id, Destination: DefaultDestination}, InsertOpts: InsertOptsFor(3)})
 		}
 	}
 	_, err = rc.InsertMany(ctx, withJob)

@@ -61,7 +61,7 @@ func TestTransactionalExactlyOnce(t *testing.T) {
 
 	require.Eventually(t, func() bool {
 		var n int
-		_ = b.pool.QueryRow(context.Background(), `SELECT count(*) FROM hookline_events WHERE state = 'completed'`).Scan(&n)
+		_ = b.pool.QueryRow(context.Background(), `SELECT count(*) FROM hookline_event_states WHERE state = 'completed'`).Scan(&n)
 		return n == events
 	}, 120*time.Second, 50*time.Millisecond)
 	var rows, distinct int
@@ -99,7 +99,7 @@ func TestLeaseRenewalKeepsLongHandler(t *testing.T) {
 	deadline := time.Now().Add(3 * lease)
 	tries := 0
 	for time.Now().Before(deadline) {
-		_, err := store.Claim(context.Background(), nil, idem.Options{Namespace: jobs.Namespace, Scope: "s", Segment: "evt_long", Holder: "intruder", Lease: lease})
+		_, err := store.Claim(context.Background(), nil, idem.Options{Namespace: jobs.Namespace, Scope: "s", Segment: jobs.DefaultDestination + ":evt_long", Holder: "intruder", Lease: lease})
 		var dup *idem.DuplicateError
 		require.ErrorAs(t, err, &dup, "the claim must still be held after %d tries", tries)
 		require.Equal(t, idem.StateProcessing, dup.State)

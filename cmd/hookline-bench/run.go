@@ -492,7 +492,7 @@ func (b *bench) runOne(ctx context.Context, mode string, c, round int, rateGuess
 			return nil, err
 		}
 		if !pendingJobs {
-			if err := pool.QueryRow(ctx, `SELECT count(*) FROM hookline_events WHERE state = 'completed'`).Scan(&completed); err != nil {
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM hookline_event_destinations WHERE state = 'completed'`).Scan(&completed); err != nil {
 				return nil, err
 			}
 			if completed >= len(ld.accepted) {
@@ -519,7 +519,7 @@ func (b *bench) runOne(ctx context.Context, mode string, c, round int, rateGuess
 	workerCPU := in.cpu() - cpu0
 	r.PeakRSSMB = float64(rss) / (1 << 20)
 	var lastDone *time.Time
-	_ = pool.QueryRow(ctx, `SELECT max(completed_at) FROM hookline_events`).Scan(&lastDone)
+	_ = pool.QueryRow(ctx, `SELECT max(completed_at) FROM hookline_event_destinations`).Scan(&lastDone)
 	running = nil
 	if err := in.Stop(); err != nil {
 		b.logf("%s: stop: %v", name, err)
@@ -552,7 +552,7 @@ func (b *bench) runOne(ctx context.Context, mode string, c, round int, rateGuess
 // check compares what the senders were told with what Postgres holds and
 // what the destination received.
 func (b *bench) check(ctx context.Context, pool *pgxpool.Pool, sink *sink, ld *loadResult, r *Result) error {
-	rows, err := pool.Query(ctx, `SELECT event_id, state FROM hookline_events WHERE source = 'stripe'`)
+	rows, err := pool.Query(ctx, `SELECT event_id, state FROM hookline_event_destinations WHERE source = 'stripe'`)
 	if err != nil {
 		return err
 	}

@@ -32,13 +32,20 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "listen %s, workers %d, max_body_bytes %d, ingest batch %v, admin %s\n",
 		cfg.Listen, cfg.Workers, cfg.MaxBodyBytes, cfg.BatchEnabled(), map[bool]string{true: "on", false: "off (no admin_token)"}[cfg.AdminToken != ""])
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SOURCE\tPROVIDER\tSECRETS\tON_DUPLICATE\tLEASE\tDEDUP_WINDOW\tDESTINATION")
+	fmt.Fprintln(tw, "SOURCE\tPROVIDER\tSECRETS\tON_DUPLICATE\tLEASE\tDEDUP_WINDOW\tDESTINATIONS")
 	for _, s := range cfg.Sources {
-		dest := s.Destination.URL
-		if dest == "" {
-			dest = "-"
+		var dests []string
+		for _, d := range s.Destinations {
+			switch {
+			case d.URL != "":
+				dests = append(dests, d.Name+"="+d.URL)
+			case d.Handler != "":
+				dests = append(dests, d.Name+"=handler:"+d.Handler)
+			default:
+				dests = append(dests, d.Name+"=-")
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.Name, s.Provider, len(s.Secrets), s.OnDuplicate, s.Lease.D(), s.DedupWindow.D(), dest)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.Name, s.Provider, len(s.Secrets), s.OnDuplicate, s.Lease.D(), s.DedupWindow.D(), strings.Join(dests, " "))
 	}
 	tw.Flush()
 	if !*db {

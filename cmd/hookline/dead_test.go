@@ -30,7 +30,7 @@ type deadBundle struct {
 }
 
 // deadSetup runs a real admin API (adminToken "" closes it) with source "s"
-// configured, and dead items evt_1..evt_n of source "s" (reason failed,
+// and its destination "default" configured, and dead items evt_1..evt_n of source "s" (reason failed,
 // except evt_2: duplicate).
 func deadSetup(t *testing.T, adminToken string, n int) *deadBundle {
 	t.Helper()
@@ -42,7 +42,8 @@ func deadSetup(t *testing.T, adminToken string, n int) *deadBundle {
 	e := echo.New()
 	e.HTTPErrorHandler = httpjson.ErrorHandler
 	require.NoError(t, admin.Mount(e, admin.Config{Token: adminToken, Pool: pool, River: rc, Logger: logger, NoRiverUI: true,
-		MaxAttempts: func(source string) (int, bool) { return 4, source == "s" }}))
+		MaxAttempts:  func(source, _ string) (int, bool) { return 4, source == "s" },
+		Destinations: []jobs.DestinationName{{Source: "s", Name: "default"}}}))
 	hs := httptest.NewServer(e)
 	t.Cleanup(hs.Close)
 	_, err = pool.Exec(context.Background(), `INSERT INTO hookline_dead (source, event_id, event_type, reason, attempts, last_error, content_type, headers, payload)

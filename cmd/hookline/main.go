@@ -12,6 +12,7 @@
 //	hookline check   [--config FILE] [--db]
 //	hookline providers
 //	hookline dead    list|show|retry|delete ...
+//	hookline destinations list|pause|resume ...
 //
 // --config defaults to $HOOKLINE_CONFIG, then ./hookline.yaml. A bad
 // configuration exits with code 2 and names the field.
@@ -39,6 +40,7 @@ Commands:
   check      validate the config              (--config, --db)
   providers  list the provider adapters
   dead       list | show | retry | delete dead items through the admin API
+  destinations list | pause | resume destinations through the admin API
 
 Run 'hookline COMMAND -h' for a command's flags.
 `
@@ -90,6 +92,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdProviders(stdout)
 	case "dead":
 		return cmdDead(args[1:], stdout, stderr)
+	case "destinations":
+		return cmdDestinations(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

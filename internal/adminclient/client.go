@@ -1,5 +1,6 @@
 // Package adminclient is a small HTTP client of hookline's admin API (package
-// admin); `hookline dead list|show|retry|delete` is built on it.
+// admin); `hookline dead list|show|retry|delete` and `hookline destinations
+// list|pause|resume` are built on it.
 //
 // Internal: no stability promise.
 package adminclient
@@ -141,6 +142,29 @@ type Event struct {
 	DeadItemID  *string    `json:"dead_item_id"`
 }
 
+// Destination is one configured destination's state, shared by every
+// instance.
+type Destination struct {
+	Source string `json:"source"`
+	Name   string `json:"name"`
+	// State is "paused" (the operator's pause wins), else the circuit:
+	// "active", "open" or "half_open".
+	State string `json:"state"`
+	// Queued counts the events waiting for the destination.
+	Queued int64 `json:"queued"`
+	// InFlight counts the attempts running now.
+	InFlight      int64   `json:"in_flight"`
+	FailureStreak int     `json:"failure_streak"`
+	LastError     *string `json:"last_error"` // nil when unset
+	// PausedAt is when the pause began; nil when not paused.
+	PausedAt *time.Time `json:"paused_at"`
+}
+
+// DestinationList is every configured destination, in configuration order.
+type DestinationList struct {
+	Items []Destination `json:"items"`
+}
+
 // List returns a page of dead items, newest first. raw is the answer as
 // received (for --json).
 func (c *Client) List(ctx context.Context, p ListParams) (list *ItemList, raw []byte, err error) {
@@ -211,6 +235,34 @@ func (c *Client) Event(ctx context.Context, source, eventID string) (*Event, []b
 	ev := &Event{}
 	raw, err := c.do(ctx, http.MethodGet, "/admin/events/"+url.PathEscape(source)+"/"+url.PathEscape(eventID), nil, ev)
 	return ev, raw, err
+}
+
+// Destinations returns every configured destination's state. raw is the
+// answer as received (for --json).
+func (c *Client) Destinations(ctx context.Context) (*DestinationList, json.RawMessage, error) {
+	l := &DestinationList{}
+	raw, err := c.do(ctx, http.MethodGet, "/admin/destinations", nil, l)
+	return l, raw, err
+}
+
+// PauseDestination stops every instance starting attempts at the
+// destination; its events keep being accepted and wait. A destination the
+// server does not have configured is ErrNotFound.
+func (c *Client) PauseDestination(ctx context.Context, source, name string) error {
+	_, err := c.do(ctx, http.MethodPost, destinationPath(source, name)+"/pause", nil, nil)
+	return err
+}
+
+// ResumeDestination lets the destination's waiting events be delivered
+// again. A destination the server does not have configured is ErrNotFound.
+func (c *Client) ResumeDestination(ctx context.Context, source, name string) error {
+	_, err := c.do(ctx, http.MethodPost, destinationPath(source, name)+"/resume", nil, nil)
+	return err
+}
+
+// destinationPath is the path of one destination, each segment escaped.
+func destinationPath(source, name string) string {
+	return "/admin/destinations/" + url.PathEscape(source) + "/" + url.PathEscape(name)
 }
 
 // maxAnswer caps how much of an answer is read (a page of 500 items with

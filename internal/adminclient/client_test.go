@@ -3,6 +3,7 @@ package adminclient_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,12 +19,13 @@ import (
 	"github.com/hookline/hookline/admin"
 	"github.com/hookline/hookline/internal/adminclient"
 	"github.com/hookline/hookline/internal/pgtest"
+	"github.com/hookline/hookline/jobs"
 )
 
 const token = "client-test-token"
 
-// newAPI runs a real admin API with source "s" configured (max_attempts 4)
-// and returns a client of it with the right token, and the pool.
+// newAPI runs a real admin API with source "s" configured (max_attempts 4,
+// one destination "default") and returns a client of it with the right token, and the pool.
 func newAPI(t *testing.T) (*adminclient.Client, func(sql string, args ...any)) {
 	t.Helper()
 	pool := pgtest.NewPool(t)
@@ -32,7 +34,8 @@ func newAPI(t *testing.T) (*adminclient.Client, func(sql string, args ...any)) {
 	require.NoError(t, err)
 	e := echo.New()
 	require.NoError(t, admin.Mount(e, admin.Config{Token: token, Pool: pool, River: rc, Logger: logger, NoRiverUI: true,
-		MaxAttempts: func(source string) (int, bool) { return 4, source == "s" }}))
+		MaxAttempts:  func(source, _ string) (int, bool) { return 4, source == "s" },
+		Destinations: []jobs.DestinationName{{Source: "s", Name: "default"}}}))
 	hs := httptest.NewServer(e)
 	t.Cleanup(hs.Close)
 	exec := func(sql string, args ...any) {
@@ -152,7 +155,8 @@ func TestClientEvent(t *testing.T) {
 	c, exec := newAPI(t)
 	ctx := context.Background()
 	exec(`WITH d AS (INSERT INTO hookline_deliveries (source, body) VALUES ('s', '{}') RETURNING id)
-		INSERT INTO hookline_events (source, event_id, event_type, delivery_id) SELECT 's', 'a/b c:%d', 't', id FROM d`)
+		, e AS (INSERT INTO hookline_events (source, event_id, event_type, delivery_id) SELECT 's', 'a/b c:%d', 't', id FROM d)
+		INSERT INTO hookline_event_destinations (source, event_id, destination, delivery_id) SELECT 's', 'a/b c:%d', 'default', id FROM d`)
 
 	ev, raw, err := c.Event(ctx, "s", "a/b c:%d")
 	require.NoError(t, err)
@@ -171,6 +175,60 @@ func TestClientEvent(t *testing.T) {
 	require.NotErrorIs(t, err, adminclient.ErrUnauthorized)
 }
 
+func TestClientDestinations(t *testing.T) {
+	t.Parallel()
+	c, exec := newAPI(t)
+	ctx := context.Background()
+	exec(`WITH d AS (INSERT INTO hookline_deliveries (source, body) VALUES ('s', '{}') RETURNING id)
+		INSERT INTO hookline_event_destinations (source, event_id, destination, delivery_id) SELECT 's', 'e' || i, 'default', id FROM d, generate_series(1, 2) i`)
+
+	list, raw, err := c.Destinations(ctx)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"items":[`)
+	require.Contains(t, string(raw), `"paused_at":null`)
+	require.Equal(t, &adminclient.DestinationList{Items: []adminclient.Destination{{Source: "s", Name: "default", State: "active", Queued: 2}}}, list)
+
+	before := time.Now()
+	require.NoError(t, c.PauseDestination(ctx, "s", "default"))
+	list, _, err = c.Destinations(ctx)
+	require.NoError(t, err)
+	d := list.Items[0]
+	require.Equal(t, "paused", d.State)
+	require.Equal(t, int64(2), d.Queued, "paused: events wait")
+	require.NotNil(t, d.PausedAt)
+	require.WithinDuration(t, before, *d.PausedAt, time.Minute)
+	pausedAt := *d.PausedAt
+	require.NoError(t, c.PauseDestination(ctx, "s", "default"), "pausing again is no error")
+	list, _, err = c.Destinations(ctx)
+	require.NoError(t, err)
+	require.Equal(t, pausedAt, *list.Items[0].PausedAt, "a second pause keeps the time of the first")
+
+	require.NoError(t, c.ResumeDestination(ctx, "s", "default"))
+	list, _, err = c.Destinations(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "active", list.Items[0].State)
+	require.Nil(t, list.Items[0].PausedAt)
+	require.NoError(t, c.ResumeDestination(ctx, "s", "default"), "resuming again is no error")
+
+	exec(`UPDATE hookline_destinations SET circuit = 'open', failure_streak = 5, last_error = 'destination answered 502'`)
+	list, _, err = c.Destinations(ctx)
+	require.NoError(t, err)
+	d = list.Items[0]
+	require.Equal(t, "open", d.State)
+	require.Equal(t, 5, d.FailureStreak)
+	require.Equal(t, new("destination answered 502"), d.LastError)
+
+	for _, set := range []func(context.Context, string, string) error{c.PauseDestination, c.ResumeDestination} {
+		for _, dest := range [][2]string{{"s", "nope"}, {"x", "default"}} {
+			err := set(ctx, dest[0], dest[1])
+			require.ErrorIs(t, err, adminclient.ErrNotFound, dest)
+			var ae *adminclient.APIError
+			require.ErrorAs(t, err, &ae)
+			require.Equal(t, fmt.Sprintf("destination not found: %q of source %q", dest[1], dest[0]), ae.Message)
+		}
+	}
+}
+
 func TestClientUnauthorized(t *testing.T) {
 	t.Parallel()
 	c, _ := newAPI(t)
@@ -180,6 +238,11 @@ func TestClientUnauthorized(t *testing.T) {
 	require.NotErrorIs(t, err, adminclient.ErrNotFound)
 	require.Equal(t, "401 unauthorized", err.Error())
 	require.JSONEq(t, `{"error":"unauthorized"}`, string(raw), "the answer as received")
+
+	_, _, err = c.Destinations(context.Background())
+	require.ErrorIs(t, err, adminclient.ErrUnauthorized)
+	require.ErrorIs(t, c.PauseDestination(context.Background(), "s", "default"), adminclient.ErrUnauthorized)
+	require.ErrorIs(t, c.ResumeDestination(context.Background(), "s", "default"), adminclient.ErrUnauthorized)
 }
 
 // TestClientWire checks the requests the client sends and how it reads
@@ -211,6 +274,20 @@ func TestClientWire(t *testing.T) {
 	answer = func(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }
 	require.NoError(t, c.Delete(ctx, "1/2"))
 	require.Equal(t, "/admin/dead/1%2F2", got.uri)
+
+	answer = func(w http.ResponseWriter) { _, _ = io.WriteString(w, `{"items":[]}`) }
+	_, _, err = c.Destinations(ctx)
+	require.NoError(t, err)
+	require.Equal(t, seen{http.MethodGet, "/admin/destinations", "Bearer tok", "application/json", "", ""}, got)
+
+	answer = func(w http.ResponseWriter) {
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = io.WriteString(w, `{"status":"paused"}`)
+	}
+	require.NoError(t, c.PauseDestination(ctx, "a/b", "c d%"))
+	require.Equal(t, seen{http.MethodPost, "/admin/destinations/a%2Fb/c%20d%25/pause", "Bearer tok", "application/json", "", ""}, got)
+	require.NoError(t, c.ResumeDestination(ctx, "a/b", "c d%"))
+	require.Equal(t, seen{http.MethodPost, "/admin/destinations/a%2Fb/c%20d%25/resume", "Bearer tok", "application/json", "", ""}, got)
 
 	answer = func(w http.ResponseWriter) { http.Error(w, "upstream down", http.StatusBadGateway) }
 	_, _, err = c.Show(ctx, "1")

@@ -26,6 +26,7 @@ import (
 
 	"github.com/hookline/hookline/admin"
 	"github.com/hookline/hookline/ingest"
+	"github.com/hookline/hookline/internal/alert"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/metrics"
 	"github.com/hookline/hookline/jobs"
@@ -141,10 +142,18 @@ func (a *App) build(ctx context.Context) error {
 	}
 	cfg, opts := a.Config, a.opts
 	metricsOnAdmin := cfg.MetricsOnAdmin && cfg.AdminListen != ""
+	var alerts jobs.Alerter
+	if len(cfg.Alerts) > 0 {
+		rules := make([]alert.Rule, len(cfg.Alerts))
+		for i, r := range cfg.Alerts {
+			rules[i] = r.Rule()
+		}
+		alerts = alert.New(a.Pool, rules, nil, opts.Logger)
+	}
 	a.River, err = jobs.NewClient(jobs.ClientConfig{
 		Pool: a.Pool, Sources: jobSources, Workers: cfg.Workers, InsertOnly: opts.Role == RoleIngest,
 		DeliveryRetention: cfg.Retention.Deliveries.D(), CleanupInterval: opts.CleanupInterval,
-		Registerer: a.Registry, Logger: opts.Logger,
+		Registerer: a.Registry, Logger: opts.Logger, Alerts: alerts,
 	})
 	if err != nil {
 		return err
@@ -165,7 +174,7 @@ func (a *App) build(ctx context.Context) error {
 	}
 	// The collectors that query the database run one set at a time and are
 	// reused for a few seconds: /metrics is unauthenticated.
-	a.Registry.MustRegister(metrics.NewDatabaseCollector(jobs.Stats{Pool: a.Pool}, opts.Logger, metrics.DatabaseTTL))
+	a.Registry.MustRegister(metrics.NewDatabaseCollector(jobs.Stats{Pool: a.Pool, Destinations: a.destinationNames()}, opts.Logger, metrics.DatabaseTTL))
 	return a.mountAdmin(metricsOnAdmin)
 }
 
@@ -179,22 +188,62 @@ func (a *App) sources() ([]*ingest.Source, []*jobs.Source, error) {
 		if s.OnDuplicate == "reject" {
 			onDup = ingest.OnDuplicateReject
 		}
-		inSources = append(inSources, &ingest.Source{Name: s.Name, Provider: s.Adapter(), EventID: id, EventType: typ,
+		in := &ingest.Source{Name: s.Name, Provider: s.Adapter(), EventID: id, EventType: typ,
 			EventIDName: s.EventID, EventTypeName: s.EventType, DedupWindow: s.DedupWindow.D(),
-			OnDuplicate: onDup, MaxAttempts: s.Destination.MaxAttempts, MaxConcurrency: s.MaxConcurrency})
-		js := &jobs.Source{Name: s.Name, Reject: onDup == ingest.OnDuplicateReject, Lease: s.Lease.D(), DedupWindow: s.DedupWindow.D(),
-			MaxAttempts: s.Destination.MaxAttempts, BackoffMin: s.Destination.Backoff.Min.D(), BackoffMax: s.Destination.Backoff.Max.D(),
-			Handler: a.opts.Handlers[s.Name]}
-		if js.Handler == nil {
-			if s.Destination.URL != "" {
-				js.Destination = &jobs.Destination{URL: s.Destination.URL, Timeout: s.Destination.Timeout.D(), Secret: s.Destination.Secret}
-			} else if a.opts.Role != RoleIngest {
-				return nil, nil, fmt.Errorf("sources[%s].destination.url: required (or register a Go handler for this source)", s.Name)
+			OnDuplicate: onDup, MaxConcurrency: s.MaxConcurrency}
+		js := &jobs.Source{Name: s.Name, Reject: onDup == ingest.OnDuplicateReject, Lease: s.Lease.D(), DedupWindow: s.DedupWindow.D()}
+		for _, d := range s.Destinations {
+			in.Destinations = append(in.Destinations, ingest.Destination{Name: d.Name, Match: d.Matcher().Match, MaxAttempts: d.MaxAttempts})
+			t, err := a.target(s, d)
+			if err != nil {
+				return nil, nil, err
 			}
+			js.Targets = append(js.Targets, t)
 		}
+		inSources = append(inSources, in)
 		jobSources = append(jobSources, js)
 	}
 	return inSources, jobSources, nil
+}
+
+// target is a configured destination as the workers see it. Its Go handler
+// is registered under its handler name, or, for a source's single
+// destination, under the source's name.
+func (a *App) target(s *config.Source, d *config.Destination) (*jobs.Target, error) {
+	t := &jobs.Target{Name: d.Name, MaxAttempts: d.MaxAttempts, BackoffMin: d.Backoff.Min.D(), BackoffMax: d.Backoff.Max.D(),
+		RateLimit: d.Rate(), MaxInFlight: d.MaxInFlight}
+	if d.Circuit != nil {
+		t.Circuit = &jobs.Circuit{Failures: d.Circuit.Failures, CoolDown: d.Circuit.CoolDown.D()}
+	}
+	handler := d.Handler
+	if handler == "" && d.URL == "" {
+		handler = s.Name
+	}
+	switch {
+	case d.URL != "":
+		t.HTTP = &jobs.Destination{URL: d.URL, Timeout: d.Timeout.D(), Secret: d.Secret}
+	case a.opts.Handlers[handler] != nil:
+		t.Handler = a.opts.Handlers[handler]
+	case a.opts.Role == RoleIngest:
+		// Ingest routes to it; a worker will need the handler.
+		t.HTTP = &jobs.Destination{}
+	case d.Handler != "":
+		return nil, fmt.Errorf("sources[%s].destinations[%s].handler: no Go handler is registered as %q", s.Name, d.Name, d.Handler)
+	default:
+		return nil, fmt.Errorf("sources[%s].destination.url: required (or register a Go handler for this source)", s.Name)
+	}
+	return t, nil
+}
+
+// destinationNames are every configured destination.
+func (a *App) destinationNames() []jobs.DestinationName {
+	var names []jobs.DestinationName
+	for _, s := range a.Config.Sources {
+		for _, d := range s.Destinations {
+			names = append(names, jobs.DestinationName{Source: s.Name, Name: d.Name})
+		}
+	}
+	return names
 }
 
 // mountAdmin mounts the admin API: on the ingest listener, or on
@@ -213,13 +262,19 @@ func (a *App) mountAdmin(metricsOnAdmin bool) error {
 	}
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	a.stopUI = stopUI
-	maxAttempts := make(map[string]int, len(cfg.Sources))
+	maxAttempts := map[[2]string]int{}
 	for _, s := range cfg.Sources {
-		maxAttempts[s.Name] = s.Destination.MaxAttempts
+		for _, d := range s.Destinations {
+			maxAttempts[[2]string{s.Name, d.Name}] = d.MaxAttempts
+		}
 	}
+	names := a.destinationNames()
 	return admin.Mount(adminRouter, admin.Config{
-		Token: cfg.AdminToken, Pool: a.Pool, River: a.River, Logger: a.opts.Logger, Context: uiCtx,
-		MaxAttempts: func(source string) (int, bool) { n, ok := maxAttempts[source]; return n, ok },
+		Token: cfg.AdminToken, Pool: a.Pool, River: a.River, Logger: a.opts.Logger, Context: uiCtx, Destinations: names,
+		MaxAttempts: func(source, destination string) (int, bool) {
+			n, ok := maxAttempts[[2]string{source, destination}]
+			return n, ok
+		},
 	})
 }
 

@@ -60,7 +60,7 @@ func connect(t *testing.T, dbURL string) *pgxpool.Pool {
 
 // states returns the state of every event of source s, by event id.
 func states(ctx context.Context, pool *pgxpool.Pool) (map[string]string, error) {
-	rows, err := pool.Query(ctx, `SELECT event_id, state FROM hookline_events WHERE source = 's'`)
+	rows, err := pool.Query(ctx, `SELECT event_id, state FROM hookline_event_states WHERE source = 's'`)
 	if err != nil {
 		return nil, err
 	}
@@ -658,14 +658,14 @@ func TestAttemptNotBurntBeforeClaim(t *testing.T) {
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	_, err = tx.Exec(ctx, `SELECT 1 FROM hookline_events WHERE event_id = 'evt_burnt' FOR UPDATE`)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM hookline_event_destinations WHERE event_id = 'evt_burnt' FOR UPDATE`)
 	require.NoError(t, err)
 	addr2 := freeAddr(t)
 	w := startServe(t, writeConfig(t, strings.Replace(cfg, "ADDR", addr2, 1)), addr2, "--role", "worker")
 	require.Eventually(t, func() bool {
 		var n int
 		return pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND wait_event_type = 'Lock' AND query LIKE '%hookline_events%'`).Scan(&n) == nil && n > 0
+			AND wait_event_type = 'Lock' AND query LIKE '%hookline_event_destinations%'`).Scan(&n) == nil && n > 0
 	}, 30*time.Second, 50*time.Millisecond, "the worker's claim transaction blocks on the row lock")
 	w.Kill()
 	require.NoError(t, tx.Rollback(ctx))
@@ -675,7 +675,7 @@ func TestAttemptNotBurntBeforeClaim(t *testing.T) {
 	var state string
 	var attempts int
 	require.Eventually(t, func() bool {
-		return pool.QueryRow(ctx, `SELECT state, attempts FROM hookline_events WHERE event_id = 'evt_burnt'`).Scan(&state, &attempts) == nil &&
+		return pool.QueryRow(ctx, `SELECT state, attempts FROM hookline_event_states WHERE event_id = 'evt_burnt'`).Scan(&state, &attempts) == nil &&
 			state == "dead"
 	}, rescueBound+30*time.Second, 500*time.Millisecond)
 	require.Equal(t, 2, attempts, "dead after %d destination attempts (the destination saw %d); max_attempts is 2", attempts, calls.Load())

@@ -147,12 +147,13 @@ func TestUnclaimableEventsGoDead(t *testing.T) {
 	pool := connect(t, dbURL)
 	ctx := context.Background()
 	// As an older release stored it: a blank id, with its job.
-	_, err := pool.Exec(ctx, `WITH e AS (UPDATE hookline_events SET event_id = '   ' WHERE event_id = 'evt_will_blank')
+	_, err := pool.Exec(ctx, `WITH e AS (UPDATE hookline_events SET event_id = '   ' WHERE event_id = 'evt_will_blank'),
+		r AS (UPDATE hookline_event_destinations SET event_id = '   ' WHERE event_id = 'evt_will_blank')
 		UPDATE river_job SET args = jsonb_set(args, '{event_id}', '"   "') WHERE args->>'event_id' = 'evt_will_blank'`)
 	require.NoError(t, err)
 	// The orphan's job was created long enough ago that no rolling deploy
 	// explains a worker without its source.
-	_, err = pool.Exec(ctx, `UPDATE river_job SET created_at = now() - interval '5 minutes' WHERE args->>'source' = 'gone'`)
+	_, err = pool.Exec(ctx, `UPDATE river_job SET created_at = now() - interval '15 minutes' WHERE args->>'source' = 'gone'`)
 	require.NoError(t, err)
 
 	ip := startApp(t, serveConfig("127.0.0.1:0", dbURL, dest.URL, extra, ""), app.Options{})
@@ -165,7 +166,7 @@ func TestUnclaimableEventsGoDead(t *testing.T) {
 		require.Eventually(t, func() bool {
 			return pool.QueryRow(ctx, `SELECT e.state, COALESCE(e.last_error, ''),
 				(SELECT count(*) FROM hookline_dead d WHERE d.source = e.source AND d.event_id = e.event_id AND d.reason = 'failed')
-				FROM hookline_events e WHERE e.source = $1 AND e.event_id = $2`, ev.source, ev.id).Scan(&state, &lastErr, &dead) == nil &&
+				FROM hookline_event_destinations e WHERE e.source = $1 AND e.event_id = $2`, ev.source, ev.id).Scan(&state, &lastErr, &dead) == nil &&
 				state == "dead" && dead == 1
 		}, 30*time.Second, 100*time.Millisecond, "%s/%q ends dead (now %s, %d dead items)", ev.source, ev.id, state, dead)
 		require.Contains(t, lastErr, ev.errPart)
@@ -422,7 +423,7 @@ func TestCompletionFailureAfter2xxIsNotDead(t *testing.T) {
 			IF nextval('fault_fired') = 1 THEN RAISE EXCEPTION 'injected: completion could not be recorded'; END IF;
 			RETURN NEW;
 		END $$;
-		CREATE TRIGGER fail_first_completion BEFORE UPDATE ON hookline_events
+		CREATE TRIGGER fail_first_completion BEFORE UPDATE ON hookline_event_destinations
 			FOR EACH ROW WHEN (NEW.state = 'completed') EXECUTE FUNCTION fail_first_completion();`)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, postEvent(testClient, ip.url(0), "s", "evt_final_2xx", stripeSecret).Status)

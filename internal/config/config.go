@@ -17,12 +17,15 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hookline/hookline/internal/alert"
 	"github.com/hookline/hookline/internal/defaults"
+	"github.com/hookline/hookline/internal/route"
 	"github.com/hookline/hookline/providers"
 	"github.com/hookline/hookline/providers/standardwebhooks"
 )
@@ -124,6 +127,7 @@ type Config struct {
 	Retention       Retention `yaml:"retention"`
 	Log             Log       `yaml:"log"`
 	Sources         []*Source `yaml:"sources"`
+	Alerts          []*Alert  `yaml:"alerts"`
 }
 
 // Ingest tunes the ingest path.
@@ -169,17 +173,21 @@ type Log struct {
 
 // Source is one webhook sender.
 type Source struct {
-	Name           string      `yaml:"name"`
-	Provider       string      `yaml:"provider"`
-	Secrets        []string    `yaml:"secrets"`
-	Tolerance      Duration    `yaml:"tolerance"`
-	OnDuplicate    string      `yaml:"on_duplicate"`
-	Lease          Duration    `yaml:"lease"`
-	DedupWindow    Duration    `yaml:"dedup_window"`
-	EventID        string      `yaml:"event_id"`
-	EventType      string      `yaml:"event_type"`
-	MaxConcurrency int         `yaml:"max_concurrency"` // concurrent ingest requests; 0 = unlimited
-	Destination    Destination `yaml:"destination"`
+	Name           string   `yaml:"name"`
+	Provider       string   `yaml:"provider"`
+	Secrets        []string `yaml:"secrets"`
+	Tolerance      Duration `yaml:"tolerance"`
+	OnDuplicate    string   `yaml:"on_duplicate"`
+	Lease          Duration `yaml:"lease"`
+	DedupWindow    Duration `yaml:"dedup_window"`
+	EventID        string   `yaml:"event_id"`
+	EventType      string   `yaml:"event_type"`
+	MaxConcurrency int      `yaml:"max_concurrency"` // concurrent ingest requests; 0 = unlimited
+	// Destination is the single destination of the one-destination form;
+	// Destinations the list (not both). After Validate, Destinations holds
+	// every destination, a single one named "default".
+	Destination  *Destination   `yaml:"destination"`
+	Destinations []*Destination `yaml:"destinations"`
 	// Settings holds the provider-specific block (`paypal: {...}`).
 	Settings map[string]yaml.Node `yaml:",inline"`
 
@@ -188,14 +196,59 @@ type Source struct {
 	evType   providers.KeyResolver
 }
 
-// Destination is where events are forwarded.
+// Destination is where a source's events are forwarded: an HTTP URL, or a
+// Go handler registered under Handler (transactional mode).
 type Destination struct {
-	URL         string   `yaml:"url"`
-	Timeout     Duration `yaml:"timeout"`
-	MaxAttempts int      `yaml:"max_attempts"`
-	Backoff     Backoff  `yaml:"backoff"`
-	Secret      string   `yaml:"secret"`
+	Name    string `yaml:"name"`    // [a-z0-9_-]{1,64}, unique within the source; "default" for a single destination
+	URL     string `yaml:"url"`     // an HTTP destination, or
+	Handler string `yaml:"handler"` // a Go handler registered under this name
+	// Types are globs on the event type ("invoice.*"); Where maps JSON
+	// paths into the raw body to the values they must equal. Absent: all.
+	Types       []string       `yaml:"types"`
+	Where       map[string]any `yaml:"where"`
+	Timeout     Duration       `yaml:"timeout"`
+	MaxAttempts int            `yaml:"max_attempts"`
+	Backoff     Backoff        `yaml:"backoff"`
+	Secret      string         `yaml:"secret"`
+	// RateLimit is "N/s" or "N/m", across all instances; MaxInFlight the
+	// concurrent requests across all instances (0: workers). Circuit opens
+	// after Failures consecutive failed attempts, for CoolDown.
+	RateLimit   string   `yaml:"rate_limit"`
+	MaxInFlight int      `yaml:"max_in_flight"`
+	Circuit     *Circuit `yaml:"circuit"`
+
+	ratePerSecond float64
+	matcher       *route.Matcher
 }
+
+// Alert sends operator alerts to a Slack-compatible incoming webhook.
+type Alert struct {
+	URL string `yaml:"url"`
+	// On lists the kinds: dead, circuit_open, lag (absent: all three).
+	On           []string `yaml:"on"`
+	LagThreshold Duration `yaml:"lag_threshold"` // lag: oldest queued event older than this (default 5m)
+	MinInterval  Duration `yaml:"min_interval"`  // at most one alert per (kind, source, destination) per interval (default 5m)
+}
+
+// Rule is the alert as package alert takes it, its defaults filled.
+func (a *Alert) Rule() alert.Rule {
+	return alert.Rule{URL: a.URL, On: a.On, LagThreshold: a.LagThreshold.D(), MinInterval: a.MinInterval.D()}.WithDefaults()
+}
+
+// Circuit configures a destination's circuit breaker.
+type Circuit struct {
+	Failures int      `yaml:"failures"`
+	CoolDown Duration `yaml:"cool_down"`
+}
+
+// DefaultDestination is the name of a source's single destination.
+const DefaultDestination = "default"
+
+// Rate is the destination's rate limit in requests per second (0: none).
+func (d *Destination) Rate() float64 { return d.ratePerSecond }
+
+// Matcher is the destination's filter (types and where), built by Validate.
+func (d *Destination) Matcher() *route.Matcher { return d.matcher }
 
 // Backoff bounds the exponential, jittered delay between attempts.
 type Backoff struct {
@@ -296,7 +349,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 // Validate applies defaults, checks every field and builds each source's
 // provider. Errors wrap ErrInvalid and name the field.
 func (c *Config) Validate() error {
-	for _, step := range []func() error{c.validateServer, c.validateIngest, c.validateSources} {
+	for _, step := range []func() error{c.validateServer, c.validateIngest, c.validateSources, c.validateAlerts} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -411,13 +464,30 @@ func (c *Config) validateSources() error {
 	return nil
 }
 
+func (c *Config) validateAlerts() error {
+	for i, a := range c.Alerts {
+		p := fmt.Sprintf("alerts[%d]", i)
+		if a == nil {
+			return field(p, "empty alert")
+		}
+		if err := (alert.Rule{URL: a.URL, On: a.On, LagThreshold: a.LagThreshold.D(), MinInterval: a.MinInterval.D()}).Validate(); err != nil {
+			var fe *alert.FieldError
+			if errors.As(err, &fe) {
+				return field(p+"."+fe.Field, "%s", fe.Msg)
+			}
+			return field(p, "%v", err)
+		}
+	}
+	return nil
+}
+
 // validate checks one source (at YAML path p) and builds its provider.
 func (s *Source) validate(p string) error {
 	factory, err := s.validateIdentity(p)
 	if err != nil {
 		return err
 	}
-	for _, step := range []func(string) error{s.validateTiming, s.validateResolvers, s.validateDestination} {
+	for _, step := range []func(string) error{s.validateTiming, s.validateResolvers, s.validateDestinations} {
 		if err := step(p); err != nil {
 			return err
 		}
@@ -500,54 +570,147 @@ func (s *Source) validateResolvers(p string) error {
 	return nil
 }
 
-// validateDestination checks the destination: its URL, its timeout against
-// the lease (an attempt runs under its lease), attempts, backoff and
-// signing secret.
-func (s *Source) validateDestination(p string) error {
-	d := &s.Destination
+// validateDestinations checks destination or destinations (not both) and
+// leaves every destination in Destinations.
+func (s *Source) validateDestinations(p string) error {
+	switch {
+	case s.Destination != nil && len(s.Destinations) > 0:
+		return field(p+".destinations", "give destination or destinations, not both")
+	case s.Destination != nil:
+		if s.Destination.Name != "" && s.Destination.Name != DefaultDestination {
+			return field(p+".destination.name", "a single destination is named %q; use destinations: for named ones", DefaultDestination)
+		}
+		s.Destination.Name = DefaultDestination
+		s.Destinations = []*Destination{s.Destination}
+		return s.validateDestination(p, p+".destination", s.Destination, false)
+	case len(s.Destinations) == 0:
+		// No destination: an ingest-only source, or one whose Go handler is
+		// registered under the source's name.
+		s.Destination = &Destination{Name: DefaultDestination}
+		s.Destinations = []*Destination{s.Destination}
+		return s.validateDestination(p, p+".destination", s.Destination, false)
+	}
+	seen := map[string]int{}
+	for i, d := range s.Destinations {
+		dp := fmt.Sprintf("%s.destinations[%d]", p, i)
+		if d == nil {
+			return field(dp, "empty destination")
+		}
+		if !nameRE.MatchString(d.Name) {
+			return field(dp+".name", "%q: want 1-64 characters of a-z, 0-9, _ and -", d.Name)
+		}
+		if j, dup := seen[d.Name]; dup {
+			return field(dp+".name", "%q is already used by destinations[%d]", d.Name, j)
+		}
+		seen[d.Name] = i
+		if err := s.validateDestination(p, dp, d, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateDestination checks one destination at path p of the source at
+// path sp: what it is (URL or handler; listed ones need one), its filters,
+// its timeout against the lease (an attempt runs under its lease), attempts,
+// backoff, signing secret and flow control.
+func (s *Source) validateDestination(sp, p string, d *Destination, listed bool) error {
+	if err := d.validateTarget(p, listed); err != nil {
+		return err
+	}
+	m, err := route.Compile(d.Types, d.Where)
+	if err != nil {
+		return field(p+"."+err.Field, "%s", err.Msg)
+	}
+	d.matcher = m
+	// The error names the field the user wrote: timeout, unless defaulted.
+	timeoutSet := d.Timeout != 0
+	if err := orDefault(&d.Timeout, DefaultDestTimeout, p+".timeout"); err != nil {
+		return err
+	}
+	if (d.URL != "" || d.Handler != "") && d.Timeout >= s.Lease {
+		if !timeoutSet {
+			return field(sp+".lease", "must be longer than destination.timeout (%s, the default): an attempt must finish within its lease", d.Timeout.D())
+		}
+		return field(p+".timeout", "must be shorter than lease (%s): an attempt must finish within its lease", s.Lease.D())
+	}
+	if err := d.validateRetries(p); err != nil {
+		return err
+	}
+	return d.validateFlow(p)
+}
+
+func (d *Destination) validateTarget(p string, listed bool) error {
+	if d.URL != "" && d.Handler != "" {
+		return field(p+".handler", "give url or handler, not both")
+	}
+	if listed && d.URL == "" && d.Handler == "" {
+		return field(p+".url", "required (or handler: the name of a registered Go handler)")
+	}
 	if d.URL != "" {
 		u, err := url.Parse(d.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return field(p+".destination.url", "%q: want an absolute http(s) URL", d.URL)
+			return field(p+".url", "%q: want an absolute http(s) URL", d.URL)
 		}
 	}
-	// The error names the field the user wrote: timeout, unless defaulted.
-	timeoutSet := d.Timeout != 0
-	if err := orDefault(&d.Timeout, DefaultDestTimeout, p+".destination.timeout"); err != nil {
-		return err
-	}
-	if d.URL != "" && d.Timeout >= s.Lease {
-		if !timeoutSet {
-			return field(p+".lease", "must be longer than destination.timeout (%s, the default): an attempt must finish within its lease", d.Timeout.D())
-		}
-		return field(p+".destination.timeout", "must be shorter than lease (%s): an attempt must finish within its lease", s.Lease.D())
-	}
+	return nil
+}
+
+func (d *Destination) validateRetries(p string) error {
 	if d.MaxAttempts == 0 {
 		d.MaxAttempts = DefaultMaxAttempts
 	}
 	if d.MaxAttempts < 1 {
-		return field(p+".destination.max_attempts", "must be at least 1")
+		return field(p+".max_attempts", "must be at least 1")
 	}
 	if d.MaxAttempts > MaxMaxAttempts {
-		return field(p+".destination.max_attempts", "must be at most %d (River stores a job's attempt cap, 4 × max_attempts, as a smallint)", MaxMaxAttempts)
+		return field(p+".max_attempts", "must be at most %d (River stores a job's attempt cap, 4 × max_attempts, as a smallint)", MaxMaxAttempts)
 	}
-	if err := orDefault(&d.Backoff.Min, DefaultBackoffMin, p+".destination.backoff.min"); err != nil {
+	if err := orDefault(&d.Backoff.Min, DefaultBackoffMin, p+".backoff.min"); err != nil {
 		return err
 	}
 	if d.Backoff.Max == 0 {
 		d.Backoff.Max = Duration(DefaultBackoffMax)
 	}
 	if d.Backoff.Max < d.Backoff.Min {
-		return field(p+".destination.backoff.max", "must not be less than backoff.min")
+		return field(p+".backoff.max", "must not be less than backoff.min")
 	}
 	// Decoded here as forwarding will decode it: a secret that does not
 	// decode would dead-letter every event.
 	if d.Secret != "" {
 		if !strings.HasPrefix(d.Secret, standardwebhooks.SecretPrefix) {
-			return field(p+".destination.secret", "want a Standard Webhooks secret: whsec_ followed by base64")
+			return field(p+".secret", "want a Standard Webhooks secret: whsec_ followed by base64")
 		}
 		if _, err := standardwebhooks.DecodeSecret(d.Secret); err != nil {
-			return field(p+".destination.secret", "want a Standard Webhooks secret: whsec_ followed by base64 (standard alphabet, padded) of at least one byte")
+			return field(p+".secret", "want a Standard Webhooks secret: whsec_ followed by base64 (standard alphabet, padded) of at least one byte")
+		}
+	}
+	return nil
+}
+
+// validateFlow checks rate_limit, max_in_flight and circuit.
+func (d *Destination) validateFlow(p string) error {
+	if d.RateLimit != "" {
+		n, unit, ok := strings.Cut(strings.TrimSpace(d.RateLimit), "/")
+		v, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
+		per := map[string]float64{"s": 1, "m": 60}[strings.TrimSpace(unit)]
+		if !ok || err != nil || per == 0 || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			return field(p+".rate_limit", "%q: want N/s or N/m with N > 0 (e.g. 50/s)", d.RateLimit)
+		}
+		d.ratePerSecond = v / per
+	}
+	if d.MaxInFlight < 0 {
+		return field(p+".max_in_flight", "must not be negative")
+	}
+	if d.MaxInFlight > 1000 {
+		return field(p+".max_in_flight", "must be at most 1000")
+	}
+	if c := d.Circuit; c != nil {
+		if c.Failures < 1 {
+			return field(p+".circuit.failures", "must be at least 1")
+		}
+		if c.CoolDown <= 0 {
+			return field(p+".circuit.cool_down", "must be positive (e.g. 1m)")
 		}
 	}
 	return nil

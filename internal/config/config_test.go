@@ -420,3 +420,61 @@ func TestLookupTellsEmptyFromUnset(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "d", c.AdminToken, "a default replaces an empty value, as in the shell")
 }
+
+// destinations: a list of named destinations, each a URL or a handler with
+// its filters and flow control; destination: is the one named "default";
+// both together is an error naming the field.
+func TestDestinations(t *testing.T) {
+	t.Parallel()
+	base := "database_url: x\nsources:\n  - name: s\n    provider: stripe\n    secrets: [s]\n"
+	c, err := config.Parse([]byte(base+`    destinations:
+      - {name: billing, url: "http://b", types: ["invoice.*"], where: {"data.object.livemode": true}, rate_limit: 50/s, max_in_flight: 10, circuit: {failures: 20, cool_down: 1m}}
+      - {name: ledger, handler: ledger, rate_limit: 120/m}
+`), env(nil))
+	require.NoError(t, err)
+	ds := c.Sources[0].Destinations
+	require.Len(t, ds, 2)
+	require.Equal(t, 50.0, ds[0].Rate())
+	require.Equal(t, 2.0, ds[1].Rate())
+	require.True(t, ds[0].Matcher().Match("invoice.paid", []byte(`{"data":{"object":{"livemode":true}}}`)))
+	require.False(t, ds[0].Matcher().Match("invoice.paid", []byte(`{"data":{"object":{"livemode":false}}}`)))
+	require.True(t, ds[1].Matcher().Match("anything", nil), "no filter: every event")
+	require.Equal(t, config.DefaultMaxAttempts, ds[1].MaxAttempts)
+
+	c, err = config.Parse([]byte(base+"    destination: {url: \"http://x\"}\n"), env(nil))
+	require.NoError(t, err)
+	require.Len(t, c.Sources[0].Destinations, 1)
+	require.Equal(t, config.DefaultDestination, c.Sources[0].Destinations[0].Name)
+
+	for path, src := range map[string]string{
+		"sources[0].destinations":                     "    destination: {url: \"http://x\"}\n    destinations: [{name: a, url: \"http://a\"}]\n",
+		"sources[0].destinations[1].name":             "    destinations: [{name: a, url: \"http://a\"}, {name: a, url: \"http://b\"}]\n",
+		"sources[0].destinations[0].name":             "    destinations: [{name: \"Bad Name\", url: \"http://a\"}]\n",
+		"sources[0].destinations[0].url":              "    destinations: [{name: a}]\n",
+		"sources[0].destinations[0].handler":          "    destinations: [{name: a, url: \"http://a\", handler: h}]\n",
+		"sources[0].destinations[0].rate_limit":       "    destinations: [{name: a, url: \"http://a\", rate_limit: fast}]\n",
+		"sources[0].destinations[0].max_in_flight":    "    destinations: [{name: a, url: \"http://a\", max_in_flight: -1}]\n",
+		"sources[0].destinations[0].circuit.failures": "    destinations: [{name: a, url: \"http://a\", circuit: {cool_down: 1m}}]\n",
+		"sources[0].destinations[0].types[0]":         "    destinations: [{name: a, url: \"http://a\", types: [\" \"]}]\n",
+		"sources[0].destination.name":                 "    destination: {name: other, url: \"http://x\"}\n",
+		"sources[0].destinations[0].timeout":          "    lease: 1s\n    destinations: [{name: a, url: \"http://a\", timeout: 2s}]\n",
+	} {
+		_, err := config.Parse([]byte(base+src), env(nil))
+		require.Equal(t, path, fieldError(t, err).Path, "%s: %v", src, err)
+	}
+}
+
+// alerts: each names its bad field.
+func TestAlerts(t *testing.T) {
+	t.Parallel()
+	base := "database_url: x\nsources:\n  - name: s\n    provider: stripe\n    secrets: [s]\n"
+	c, err := config.Parse([]byte(base+"alerts:\n  - {url: \"https://hooks.example/x\", on: [dead, lag], lag_threshold: 2m}\n"), env(nil))
+	require.NoError(t, err)
+	r := c.Alerts[0].Rule()
+	require.Equal(t, 2*time.Minute, r.LagThreshold)
+	require.Equal(t, 5*time.Minute, r.MinInterval, "the default")
+	_, err = config.Parse([]byte(base+"alerts:\n  - {url: \"https://hooks.example/x\", on: [dead, sometimes]}\n"), env(nil))
+	require.Equal(t, "alerts[0].on[1]", fieldError(t, err).Path)
+	_, err = config.Parse([]byte(base+"alerts:\n  - {url: \"${SLACK_URL}\"}\n"), env(nil))
+	require.Equal(t, "alerts[0].url", fieldError(t, err).Path, "an unset variable in a URL")
+}

@@ -17,7 +17,20 @@ type DatabaseStats interface {
 	// Queue is the event queue's depth by state and the age in seconds of
 	// its oldest available job.
 	Queue(ctx context.Context) (byState map[string]int64, oldestAvailable float64, err error)
+	// DestinationStates is every destination's state and load.
+	DestinationStates(ctx context.Context) ([]DestinationState, error)
 }
+
+// DestinationState is one destination's state (one of DestinationStates)
+// and load.
+type DestinationState struct {
+	Source, Destination, State string
+	Queued, InFlight           int64
+}
+
+// DestinationStates are the values of hookline_destination_state's state
+// label.
+var DestinationStates = []string{"active", "paused", "open", "half_open"}
 
 // scrapeTimeout bounds the database queries of one scrape, so a slow
 // database cannot hang it.
@@ -33,6 +46,11 @@ const scrapeTimeout = 3 * time.Second
 //   - hookline_queue_jobs{state}: unfinished event jobs by state.
 //   - hookline_queue_oldest_available_seconds: how long the oldest event job
 //     ready to run has waited (0: none).
+//   - hookline_destination_state{source,destination,state}: 1 for the
+//     destination's state now, 0 for the others;
+//     hookline_destination_queued{source,destination} and
+//     hookline_destination_in_flight{source,destination}: events waiting
+//     for it, attempts running.
 //
 // A query that fails leaves its series out of the scrape (an absent series,
 // not a wrong zero) and is logged.
@@ -44,13 +62,18 @@ func NewDatabaseCollector(db DatabaseStats, logger *slog.Logger, ttl time.Durati
 		dead: prometheus.NewDesc("hookline_dead_items", "Items in the dead set now, by source and reason.", []string{"source", "reason"}, nil),
 		jobs: prometheus.NewDesc("hookline_queue_jobs", "Event jobs in River's queue by state (unfinished states only).", []string{"state"}, nil),
 		lag:  prometheus.NewDesc("hookline_queue_oldest_available_seconds", "Age of the oldest event job ready to run and not yet taken (0: none).", nil, nil),
+		state: prometheus.NewDesc("hookline_destination_state", "A destination's state: 1 for the current one (active, paused, open, half_open).",
+			[]string{"source", "destination", "state"}, nil),
+		queued:   prometheus.NewDesc("hookline_destination_queued", "Events waiting for a destination.", []string{"source", "destination"}, nil),
+		inFlight: prometheus.NewDesc("hookline_destination_in_flight", "Attempts running at a destination.", []string{"source", "destination"}, nil),
 	})
 }
 
 type databaseCollector struct {
-	db              DatabaseStats
-	log             *slog.Logger
-	dead, jobs, lag *prometheus.Desc
+	db                      DatabaseStats
+	log                     *slog.Logger
+	dead, jobs, lag         *prometheus.Desc
+	state, queued, inFlight *prometheus.Desc
 
 	mu   sync.Mutex
 	seen map[[2]string]bool
@@ -77,6 +100,7 @@ func (c *databaseCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		c.mu.Unlock()
 	}
+	c.collectDestinations(ctx, ch)
 	byState, lag, err := c.db.Queue(ctx)
 	if err != nil {
 		c.log.Warn("hookline_queue_jobs: query failed; series omitted from this scrape", "error", err.Error())
@@ -91,4 +115,23 @@ func (c *databaseCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(byState[s]), s)
 	}
 	ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, lag)
+}
+
+func (c *databaseCollector) collectDestinations(ctx context.Context, ch chan<- prometheus.Metric) {
+	dests, err := c.db.DestinationStates(ctx)
+	if err != nil {
+		c.log.Warn("hookline_destination_state: query failed; series omitted from this scrape", "error", err.Error())
+		return
+	}
+	for _, d := range dests {
+		for _, s := range DestinationStates {
+			v := 0.0
+			if s == d.State {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, v, d.Source, d.Destination, s)
+		}
+		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(d.Queued), d.Source, d.Destination)
+		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(d.InFlight), d.Source, d.Destination)
+	}
 }

@@ -27,7 +27,7 @@ const (
 type Metrics struct {
 	Received      *prometheus.CounterVec   // source, outcome
 	Idempotency   *prometheus.CounterVec   // source, event: claimed|completed|duplicate
-	Deliveries    *prometheus.CounterVec   // source, result: success|failure|dead
+	Deliveries    *prometheus.CounterVec   // source, destination, result: success|failure|dead
 	IngestSeconds *prometheus.HistogramVec // source
 	BatchSize     prometheus.Histogram
 	RedeliveryGap *prometheus.HistogramVec // source: time between first and repeated delivery
@@ -62,8 +62,8 @@ func For(reg prometheus.Registerer) *Metrics {
 		}, []string{"source", "event"})),
 		Deliveries: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookline_deliveries_total",
-			Help: "Destination attempts by result: success, failure (will retry), dead (attempts ran out).",
-		}, []string{"source", "result"})),
+			Help: "Destination attempts by destination and result: success, failure (will retry), dead (attempts ran out).",
+		}, []string{"source", "destination", "result"})),
 		IngestSeconds: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "hookline_ingest_seconds",
 			Help:    "Time from request start to answer on the ingest route.",

@@ -1,0 +1,129 @@
+package route
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+)
+
+func TestGlob(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"invoice.*", "invoice.paid", true},
+		{"invoice.*", "invoice.payment.failed", true},
+		{"invoice.*", "invoiceitem.created", false},
+		{"invoice.*", "invoice", false},
+		{"invoice.*", "invoice.", true},
+		{"*", "", true},
+		{"*", "anything.at.all", true},
+		{"customer.subscription.*", "customer.subscription.updated", true},
+		{"customer.subscription.*", "customer.created", false},
+		{"*.succeeded", "payment_intent.succeeded", true},
+		{"*.succeeded", "payment_intent.succeeded.later", false},
+		{"charge.refunded", "charge.refunded", true},
+		{"charge.refunded", "charge.refunded.x", false},
+		{"a*b*c", "aXbYc", true},
+		{"a*b*c", "aXbY", false},
+		{"", "", true},
+		{"", "x", false},
+	} {
+		require.Equal(t, tc.want, Glob(tc.pattern, tc.s), "%q ~ %q", tc.pattern, tc.s)
+	}
+}
+
+// FuzzGlob checks Glob against a regular expression built from the pattern.
+func FuzzGlob(f *testing.F) {
+	for _, s := range [][2]string{{"invoice.*", "invoice.paid"}, {"a*b*c", "aXbYc"}, {"**", ""}, {"*.x", "a.x.x"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, s string) {
+		if len(pattern) > 64 || len(s) > 256 {
+			return
+		}
+		parts := strings.Split(pattern, "*")
+		for i, p := range parts {
+			parts[i] = regexp.QuoteMeta(p)
+		}
+		re := regexp.MustCompile(`(?s)\A` + strings.Join(parts, ".*") + `\z`)
+		if got, want := Glob(pattern, s), re.MatchString(s); got != want {
+			t.Fatalf("Glob(%q, %q) = %v, the regexp says %v", pattern, s, got, want)
+		}
+	})
+}
+
+func compileYAML(t *testing.T, src string) *Matcher {
+	t.Helper()
+	var cfg struct {
+		Types []string       `yaml:"types"`
+		Where map[string]any `yaml:"where"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(src), &cfg))
+	m, err := Compile(cfg.Types, cfg.Where)
+	require.Nil(t, err)
+	return m
+}
+
+func TestMatch(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"type":"invoice.paid","data":{"object":{"livemode":true,"amount":1000,"currency":"usd","metadata":{"a":1,"b":[1,2]}}},"nothing":null}`)
+	for _, tc := range []struct {
+		filter string
+		typ    string
+		want   bool
+	}{
+		{``, "anything", true},
+		{`types: ["invoice.*"]`, "invoice.paid", true},
+		{`types: ["invoice.*", "charge.*"]`, "charge.refunded", true},
+		{`types: ["invoice.*"]`, "invoiceitem.created", false},
+		{`where: {"data.object.livemode": true}`, "x", true},
+		{`where: {"data.object.livemode": false}`, "x", false},
+		{`where: {"data.object.amount": 1000}`, "x", true},
+		{`where: {"data.object.amount": 1000.0}`, "x", true},
+		{`where: {"data.object.amount": "1000"}`, "x", false},
+		{`where: {"data.object.currency": usd}`, "x", true},
+		{`where: {"data.object.metadata": {b: [1, 2], a: 1}}`, "x", true},
+		{`where: {"data.object.metadata": {a: 1}}`, "x", false},
+		{`where: {"nothing": null}`, "x", true},
+		{`where: {"absent": null}`, "x", false},
+		{`where: {"data.object.livemode": true, "data.object.currency": eur}`, "x", false},
+		{`{types: ["invoice.*"], where: {"data.object.livemode": true}}`, "invoice.paid", true},
+		{`{types: ["invoice.*"], where: {"data.object.livemode": true}}`, "charge.paid", false},
+	} {
+		m := compileYAML(t, tc.filter)
+		require.Equal(t, tc.want, m.Match(tc.typ, body), "%s on %s", tc.filter, tc.typ)
+	}
+	require.False(t, compileYAML(t, `where: {"a": 1}`).Match("x", []byte("a=1")), "a body that is not JSON matches no where")
+	require.True(t, compileYAML(t, `types: ["x"]`).Match("x", []byte("a=1")), "types alone need no JSON")
+}
+
+func TestCompileErrors(t *testing.T) {
+	t.Parallel()
+	_, err := Compile([]string{"ok", " "}, nil)
+	require.Equal(t, "types[1]", err.Field)
+	_, err = Compile(nil, map[string]any{"": 1})
+	require.Equal(t, "where", err.Field)
+	_, err = Compile(nil, map[string]any{"a": func() {}})
+	require.Equal(t, "where.a", err.Field)
+}
+
+func FuzzMatch(f *testing.F) {
+	f.Add("invoice.*", "data.id", `{"data":{"id":"x"}}`, `"x"`)
+	f.Add("*", "a.b", `[1,2]`, `1`)
+	f.Fuzz(func(t *testing.T, glob, path, body, value string) {
+		var v any
+		if err := yaml.Unmarshal([]byte(value), &v); err != nil {
+			return
+		}
+		m, cerr := Compile([]string{glob}, map[string]any{path: v})
+		if cerr != nil {
+			return
+		}
+		_ = m.Match("invoice.paid", []byte(body)) // never panics
+	})
+}
