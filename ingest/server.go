@@ -265,6 +265,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.IngestRoutes {
 		e.POST("/webhooks/:source", s.receive)
+		e.GET("/webhooks/:source", s.handshake)
 		// Other methods on this path get echo's 405.
 	}
 	s.echo = e
@@ -389,6 +390,23 @@ func (s *Server) receive(c echo.Context) error {
 		return s.refuse(c, src, refusal{http.StatusServiceUnavailable, metrics.Unavailable, msg})
 	}
 	return s.answer(c, src, results)
+}
+
+// handshake answers GET /webhooks/{source}: a provider's handshake when its
+// adapter has one (providers.GetResponder), else 405. Nothing is stored.
+func (s *Server) handshake(c echo.Context) error {
+	src, ok := s.sources[c.Param("source")]
+	if !ok {
+		return httpjson.Error(c, http.StatusNotFound, "unknown source")
+	}
+	if gr, ok := src.Provider.(providers.GetResponder); ok {
+		pr := &providers.Request{Header: c.Request().Header, URL: requestURL(c.Request())}
+		if code, ct, body, handled := gr.RespondGet(pr); handled {
+			return c.Blob(code, ct, body)
+		}
+	}
+	c.Response().Header().Set("Allow", http.MethodPost)
+	return httpjson.Error(c, http.StatusMethodNotAllowed, "method not allowed: webhooks are POSTed")
 }
 
 // refusal is a delivery answered with an error: nothing was stored.

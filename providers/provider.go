@@ -98,6 +98,16 @@ type Responder interface {
 	Respond(r *Request) (status int, body []byte, handled bool)
 }
 
+// GetResponder is the optional ability to answer a provider's GET
+// handshake on the webhook URL (Meta's hub.challenge, eBay's
+// challenge_code): ingest calls it for GET /webhooks/{source} and answers
+// 405 when handled is false or the provider has no GetResponder. A GET is
+// never stored or forwarded. It must check whatever the handshake carries
+// to prove the caller (a verify token, a hash over a configured secret).
+type GetResponder interface {
+	RespondGet(r *Request) (status int, contentType string, body []byte, handled bool)
+}
+
 // SignatureStatuser is the optional ability to choose the HTTP status for a
 // failed verification (GoCardless expects 498 instead of 401).
 type SignatureStatuser interface {
