@@ -21,11 +21,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestChaosShort runs a shortened scenario: 300 events delivered twice, 3
-// instances (hookline serve --role ingest, and two harness instances with the
-// ledger handler), one instance kill, one Postgres restart with 5 s down, a
-// destination that fails and times out at random. Every invariant of the
-// full run is checked.
+// TestChaosShort runs a shortened scenario: 300 events delivered twice over
+// the three sources (http, ledger, fanout), 3 instances (hookline serve
+// --role ingest, and two harness instances with the Go handlers), one
+// instance kill, one Postgres restart with 5 s down, destinations that fail
+// and time out at random. Every invariant of the full run is checked.
 func TestChaosShort(t *testing.T) {
 	if _, err := pgcluster.FindBinDir(); err != nil {
 		t.Skipf("needs local PostgreSQL binaries: %v", err)
@@ -59,6 +59,20 @@ func TestChaosShort(t *testing.T) {
 	require.Positive(t, rep.Dead, "doomed events end in the dead set")
 	require.Positive(t, rep.CompletedLedger)
 	require.Positive(t, rep.Outage503s, "ingest answered 503 during the outage")
+
+	// The fan-out source: every destination got events, each filter kept
+	// some out, and nothing was lost, doubled, concurrent or misrouted.
+	f := rep.Fanout
+	require.Positive(t, rep.CompletedFanout)
+	for _, d := range fanoutDests {
+		require.Positive(t, f.Completed[d], "fan-out destination %s completed events", d)
+	}
+	require.Equal(t, rep.EventsFanout, f.Routed[destSink], "sink takes every fan-out event")
+	require.Positive(t, f.FilteredOut[destBooks], "books's types filter keeps some events out")
+	require.Positive(t, f.FilteredOut[destFlaky], "flaky's where filter keeps some events out")
+	require.Equal(t, f.Routed[destBooks], f.LedgerRows, "one books ledger row per routed event")
+	require.Equal(t, f.Routed[destFlaky], f.Completed[destFlaky]+f.Dead[destFlaky])
+	require.Zero(t, f.Lost+f.DoubleEffects+f.MissingEffects+f.Concurrent+f.Misrouted)
 }
 
 func TestCLIRejectsBadFlags(t *testing.T) {
@@ -67,5 +81,11 @@ func TestCLIRejectsBadFlags(t *testing.T) {
 	require.Contains(t, errb.String(), "-dest-timeout")
 	errb.Reset()
 	require.Equal(t, 2, cli([]string{"-instances", "serve:all"}, &out, &errb))
-	require.Contains(t, errb.String(), "cannot run the ledger source")
+	require.Contains(t, errb.String(), "cannot run the Go handlers")
+	errb.Reset()
+	o := DefaultOptions() // without Go handlers, hookline serve may run workers
+	o.Instances, o.LedgerShare, o.FanoutShare = []string{"serve:all"}, 0, 0
+	require.NoError(t, o.validate())
+	require.Equal(t, 2, cli([]string{"-ledger-share", "0.6", "-fanout-share", "0.6"}, &out, &errb))
+	require.Contains(t, errb.String(), "-fanout-share")
 }

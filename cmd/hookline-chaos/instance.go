@@ -30,25 +30,33 @@ import (
 // instead of the harness. The harness sets it on the children it starts.
 const instanceEnv = "HOOKLINE_CHAOS_INSTANCE"
 
-// Settings of the ledger handler, passed to self instances by environment.
+// Settings of the Go handlers, passed to self instances by environment.
 const (
 	envFailRate       = "HOOKLINE_CHAOS_FAIL_RATE"
 	envRandomAttempts = "HOOKLINE_CHAOS_RANDOM_ATTEMPTS"
+	envOverlaps       = "HOOKLINE_CHAOS_OVERLAPS" // file the handlers append overlaps to
 )
 
-// ledgerDDL is the transactional source's effect table. It has no unique
-// constraint on purpose: a double effect must show up as two rows.
-const ledgerDDL = `CREATE TABLE IF NOT EXISTS chaos_ledger (
-	id       bigserial   PRIMARY KEY,
-	source   text        NOT NULL,
-	event_id text        NOT NULL,
-	attempt  integer     NOT NULL,
-	pid      integer     NOT NULL,
-	at       timestamptz NOT NULL DEFAULT now())`
+// flakyMaxInFlight is the flaky destination's max_in_flight.
+const flakyMaxInFlight = 8
 
-// instanceMain runs a hookline instance with the ledger handler registered:
-// `hookline serve --config FILE --role ROLE`, plus a Go handler for the
-// "ledger" source. It returns the exit code.
+// ledgerDDL is the Go handlers' effect table: one row per effect, naming
+// the (source, destination, event) it is for. It has no unique constraint
+// on purpose: a double effect must show up as two rows.
+const ledgerDDL = `CREATE TABLE IF NOT EXISTS chaos_ledger (
+	id          bigserial   PRIMARY KEY,
+	source      text        NOT NULL,
+	destination text        NOT NULL,
+	event_id    text        NOT NULL,
+	event_type  text        NOT NULL,
+	attempt     integer     NOT NULL,
+	pid         integer     NOT NULL,
+	at          timestamptz NOT NULL DEFAULT now())`
+
+// instanceMain runs a hookline instance with the Go handlers registered:
+// `hookline serve --config FILE --role ROLE`, plus the handler "ledger"
+// (the ledger source's) and "books" (the fan-out source's books
+// destination). It returns the exit code.
 func instanceMain(args []string) int {
 	fs := flag.NewFlagSet("instance", flag.ContinueOnError)
 	cfgPath := fs.String("config", "", "config file")
@@ -69,10 +77,12 @@ func instanceMain(args []string) int {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	failRate, _ := strconv.ParseFloat(os.Getenv(envFailRate), 64)
 	randomAttempts, _ := strconv.Atoi(os.Getenv(envRandomAttempts))
+	ov := &overlapLog{path: os.Getenv(envOverlaps)}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a, err := app.New(ctx, cfg, app.Options{Role: r, Logger: log, Handlers: map[string]jobs.Handler{
-		"ledger": ledgerHandler(failRate, randomAttempts),
+		srcLedger: ledgerHandler(failRate, randomAttempts, true, ov),
+		destBooks: ledgerHandler(failRate, randomAttempts, false, ov),
 	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "instance:", err)
@@ -85,18 +95,32 @@ func instanceMain(args []string) int {
 	return 0
 }
 
-// ledgerHandler writes the event's effect, then fails for doomed events
-// (always) and at random during the first attempts, and otherwise lingers a
-// little so that kills land inside open transactions. A failure rolls the
-// effect back with the claim.
-func ledgerHandler(failRate float64, randomAttempts int) jobs.Handler {
+// ledgerHandler writes the effect of the event at its destination, then
+// fails for doomed events (always, if failDoomed) and at random during the
+// first attempts, and otherwise lingers a little so that kills land inside
+// open transactions. A failure rolls the effect back with the claim.
+//
+// It first takes a transaction-scoped advisory lock on (source,
+// destination, event) without waiting: while one transaction runs the
+// handler for an (event, destination), no other can get the lock, so a
+// refusal is two concurrent runs for one key; it is appended to ov (outside
+// the transaction, which may roll back) for the harness to count.
+func ledgerHandler(failRate float64, randomAttempts int, failDoomed bool, ov *overlapLog) jobs.Handler {
 	pid := os.Getpid()
 	return jobs.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *jobs.Event) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO chaos_ledger (source, event_id, attempt, pid) VALUES ($1, $2, $3, $4)`,
-			ev.Source, ev.ID, ev.Attempt, pid); err != nil {
+		key := ev.Source + ":" + ev.Destination + ":" + ev.ID
+		var alone bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))`, "hookline-chaos:"+key).Scan(&alone); err != nil {
 			return err
 		}
-		if isDoomed(ev.ID) {
+		if !alone {
+			ov.add(fmt.Sprintf("%s attempt %d (pid %d)", key, ev.Attempt, pid))
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO chaos_ledger (source, destination, event_id, event_type, attempt, pid) VALUES ($1, $2, $3, $4, $5, $6)`,
+			ev.Source, ev.Destination, ev.ID, ev.Type, ev.Attempt, pid); err != nil {
+			return err
+		}
+		if failDoomed && isDoomed(ev.ID) {
 			return errors.New("doomed event: the handler always fails")
 		}
 		if ev.Attempt <= randomAttempts && rand.Float64() < failRate {
@@ -112,6 +136,46 @@ func ledgerHandler(failRate float64, randomAttempts int) jobs.Handler {
 }
 
 func isDoomed(eventID string) bool { return strings.HasSuffix(eventID, "_doom") }
+
+// overlapLog is the file a self instance's handlers append concurrent runs
+// to, one line each; the harness reads every instance's lines (O_APPEND
+// writes of one short line do not interleave).
+type overlapLog struct {
+	path string
+	mu   sync.Mutex
+}
+
+func (l *overlapLog) add(line string) {
+	if l.path == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString(line + "\n")
+	_ = f.Close()
+}
+
+// readOverlaps returns the lines the handlers appended to path.
+func readOverlaps(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line != "" {
+			out = append(out, line)
+		}
+	}
+	return out, nil
+}
 
 // proc is one hookline instance process, restartable on the same address.
 type proc struct {
@@ -233,8 +297,10 @@ func (p *proc) alive() bool {
 }
 
 // instanceConfig is the YAML every instance gets; only listen differs.
-func instanceConfig(o Options, listen, dbURL, destURL string) string {
+// destBase is the chaos destination server's base URL (destPath).
+func instanceConfig(o Options, listen, dbURL, destBase string) string {
 	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + "ms" }
+	retries := fmt.Sprintf("max_attempts: %d\n        backoff: {min: %s, max: %s}", o.MaxAttempts, ms(o.BackoffMin), ms(o.BackoffMax))
 	var b strings.Builder
 	fmt.Fprintf(&b, `# Written by hookline-chaos.
 listen: %q
@@ -244,7 +310,7 @@ shutdown_timeout: 5s
 log: {format: json, level: info}
 database: {max_conns: 24}
 sources:
-  - name: http
+  - name: %s
     provider: stripe
     secrets: [%q]
     lease: %s
@@ -253,16 +319,45 @@ sources:
       timeout: %s
       max_attempts: %d
       backoff: {min: %s, max: %s}
-`, listen, dbURL, o.Workers, stripeSecret, ms(o.Lease), destURL, ms(o.DestTimeout), o.MaxAttempts, ms(o.BackoffMin), ms(o.BackoffMax))
+`, listen, dbURL, o.Workers, srcHTTP, stripeSecret, ms(o.Lease), destBase+destPath(srcHTTP, destDefault), ms(o.DestTimeout), o.MaxAttempts, ms(o.BackoffMin), ms(o.BackoffMax))
 	if o.LedgerShare > 0 {
-		fmt.Fprintf(&b, `  - name: ledger
+		fmt.Fprintf(&b, `  - name: %s
     provider: stripe
     secrets: [%q]
     lease: %s
     destination:
       max_attempts: %d
       backoff: {min: %s, max: %s}
-`, stripeSecret, ms(o.Lease), o.MaxAttempts, ms(o.BackoffMin), ms(o.BackoffMax))
+`, srcLedger, stripeSecret, ms(o.Lease), o.MaxAttempts, ms(o.BackoffMin), ms(o.BackoffMax))
+	}
+	if o.FanoutShare > 0 {
+		// The filters are fanoutRoutes's: books takes the types
+		// booksTypePrefix*, flaky the bodies whose data.object.region is
+		// flakyRegion; sink takes every event.
+		fmt.Fprintf(&b, `  - name: %s
+    provider: stripe
+    secrets: [%q]
+    lease: %s
+    destinations:
+      - name: %s
+        url: %q
+        timeout: %s
+        %s
+      - name: %s
+        handler: %s
+        types: [%q]
+        timeout: %s
+        %s
+      - name: %s
+        url: %q
+        where: {"data.object.region": %q}
+        timeout: %s
+        max_in_flight: %d
+        %s
+`, srcFanout, stripeSecret, ms(o.Lease),
+			destSink, destBase+destPath(srcFanout, destSink), ms(o.DestTimeout), retries,
+			destBooks, destBooks, booksTypePrefix+"*", ms(o.DestTimeout), retries,
+			destFlaky, destBase+destPath(srcFanout, destFlaky), flakyRegion, ms(o.DestTimeout), flakyMaxInFlight, retries)
 	}
 	return b.String()
 }

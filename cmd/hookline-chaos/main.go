@@ -14,28 +14,42 @@
 //     "serve:ROLE" is the real `hookline serve --role ROLE` binary (built
 //     from this module unless --hookline-bin is given); "self:ROLE" is this
 //     harness binary re-executed as a hookline instance (internal/app, the
-//     code behind `hookline serve`) that also registers a Go handler for the
-//     transactional source, which `hookline serve` cannot do. Every instance
-//     gets the same sources; only the listen address differs.
-//   - Two sources, both Stripe-signed: "http" forwards to a destination in
+//     code behind `hookline serve`) that also registers the Go handlers
+//     "ledger" and "books" (transactional mode), which `hookline serve`
+//     cannot do. Every instance gets the same sources; only the listen
+//     address differs.
+//   - Three sources, all Stripe-signed: "http" forwards to a destination in
 //     this process; "ledger" runs a Go handler in transactional mode that
-//     writes one row per event into chaos_ledger, in the claim's transaction.
-//     --ledger-share splits the events between them (0 turns the ledger
-//     source off, and then "serve" instances may run workers too).
-//   - The destination and the handler fail at random during an event's first
-//     attempts (5xx, time-outs, handler errors) and always for a few "doomed"
-//     events, which must end in the dead set.
+//     writes one row per event into chaos_ledger, in the claim's
+//     transaction; "fanout" routes each event to three destinations: "sink"
+//     (HTTP, every event, never fails on purpose), "books" (the Go handler
+//     in transactional mode, types ["charge.*"]) and "flaky" (HTTP, where
+//     data.object.region is "eu", max_in_flight 8, failing like the http
+//     source's destination). The senders mix event types and regions, so
+//     each filter lets about half the fan-out events through.
+//     --ledger-share and --fanout-share split the events (the rest go to
+//     "http"); with both 0 no Go handler is needed, and then "serve"
+//     instances may run workers too.
+//   - The destinations and the handlers fail at random during an event's
+//     first attempts (5xx, time-outs, handler errors), except "sink"; and
+//     always for a few "doomed" events, which must end in the dead set (on
+//     the fan-out source only at "flaky", the other two succeed).
 //
 // What it checks (any failure is a violation):
 //
 //   - every event that got a 2xx is stored, and ends completed or dead
 //     (lost = 0); nothing gets a 2xx while Postgres is down;
-//   - the destination never sees two concurrent requests for one
-//     Idempotency-Key, always the same key and the exact bytes sent;
-//   - in transactional mode each completed event's effect exists exactly
-//     once, and a dead event's not at all (double-effects = 0);
-//   - the dead set holds exactly the events whose attempts ran out
-//     (the doomed ones);
+//   - no HTTP destination ever sees two concurrent requests for one
+//     (destination, Idempotency-Key), nor a Go handler two concurrent
+//     transactions for one (destination, event); always the same key, the
+//     right Hookline-Destination and the exact bytes sent;
+//   - in transactional mode each completed (event, destination)'s effect
+//     exists exactly once, and a dead one's not at all (double-effects = 0);
+//   - fan-out: each destination gets exactly the events its filter matches
+//     (a row in hookline_event_destinations, a 2xx or a ledger row), each
+//     completed or dead on its own; a filtered-out event never reaches it;
+//   - the dead set holds exactly the (event, destination)s whose attempts
+//     ran out (the doomed ones);
 //   - during the outage every ingest answer is a 503 with Retry-After in
 //     whole seconds within 5 s, /readyz answers 503, and 200 after it;
 //   - no claim stays processing long past its lease (stuck claims = 0), and
@@ -79,8 +93,10 @@ type Options struct {
 	Senders int
 	// Rate caps deliveries per second over all senders (0: no cap).
 	Rate float64
-	// LedgerShare is the share of events on the transactional source.
-	LedgerShare float64
+	// LedgerShare is the share of events on the transactional source,
+	// FanoutShare the share on the fan-out source; the rest go to the http
+	// source.
+	LedgerShare, FanoutShare float64
 	// DoomedShare is the share of events that always fail.
 	DoomedShare float64
 	// FailRate and TimeoutRate are the chances that an early attempt fails
@@ -125,7 +141,8 @@ func DefaultOptions() Options {
 		PGRestarts:     1,
 		PGDown:         30 * time.Second,
 		Senders:        32,
-		LedgerShare:    0.5,
+		LedgerShare:    1.0 / 3,
+		FanoutShare:    1.0 / 3,
 		DoomedShare:    0.01,
 		FailRate:       0.10,
 		TimeoutRate:    0.03,
@@ -154,20 +171,21 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.IntVar(&o.Events, "events", o.Events, "distinct events (E)")
 	fs.IntVar(&o.Deliveries, "deliveries", o.Deliveries, "deliveries of each event (D)")
-	instances := fs.String("instances", strings.Join(o.Instances, ","), "comma-separated kind:role; kind serve (`hookline serve`) or self (this binary with the ledger handler); role all, ingest or worker")
+	instances := fs.String("instances", strings.Join(o.Instances, ","), "comma-separated kind:role; kind serve (`hookline serve`) or self (this binary with the Go handlers); role all, ingest or worker")
 	fs.IntVar(&o.Kills, "kills", o.Kills, "SIGKILLs of random instances (each restarted)")
 	fs.IntVar(&o.PGRestarts, "pg-restarts", o.PGRestarts, "Postgres stop/start cycles")
 	fs.DurationVar(&o.PGDown, "pg-down", o.PGDown, "how long Postgres stays down per restart")
 	fs.IntVar(&o.Senders, "senders", o.Senders, "concurrent senders")
 	fs.Float64Var(&o.Rate, "rate", o.Rate, "max deliveries per second over all senders (0: unlimited)")
 	fs.Float64Var(&o.LedgerShare, "ledger-share", o.LedgerShare, "share of events on the transactional (Go handler) source; 0 turns it off")
+	fs.Float64Var(&o.FanoutShare, "fanout-share", o.FanoutShare, "share of events on the fan-out source (sink, books, flaky); 0 turns it off")
 	fs.Float64Var(&o.DoomedShare, "doomed-share", o.DoomedShare, "share of events whose every attempt fails (they must end dead)")
 	fs.Float64Var(&o.FailRate, "fail-rate", o.FailRate, "chance that an early attempt fails (5xx / handler error)")
 	fs.Float64Var(&o.TimeoutRate, "timeout-rate", o.TimeoutRate, "chance that an early attempt times out at the destination")
 	fs.IntVar(&o.RandomAttempts, "random-attempts", o.RandomAttempts, "how many first attempts of an event may fail at random")
 	fs.DurationVar(&o.Lease, "lease", o.Lease, "sources' lease")
 	fs.DurationVar(&o.DestTimeout, "dest-timeout", o.DestTimeout, "destination timeout (must be < lease)")
-	fs.IntVar(&o.MaxAttempts, "max-attempts", o.MaxAttempts, "destination.max_attempts")
+	fs.IntVar(&o.MaxAttempts, "max-attempts", o.MaxAttempts, "every destination's max_attempts")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "concurrent jobs per worker instance")
 	fs.DurationVar(&o.Settle, "settle", o.Settle, "max wait for every event to finish after sending and faults")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "bound on the whole run")
@@ -225,7 +243,9 @@ func (s instanceSpec) String() string { return s.kind + ":" + s.role }
 func (s instanceSpec) ingests() bool  { return s.role != "worker" }
 func (s instanceSpec) works() bool    { return s.role != "ingest" }
 
-func parseInstances(list []string, ledger bool) ([]instanceSpec, error) {
+// parseInstances parses --instances; handlers says whether a Go handler is
+// configured (then only "self" instances may run workers).
+func parseInstances(list []string, handlers bool) ([]instanceSpec, error) {
 	var specs []instanceSpec
 	for _, it := range list {
 		kind, role, ok := strings.Cut(it, ":")
@@ -238,8 +258,8 @@ func parseInstances(list []string, ledger bool) ([]instanceSpec, error) {
 		if role != "all" && role != "ingest" && role != "worker" {
 			return nil, fmt.Errorf("-instances %q: role must be all, ingest or worker", it)
 		}
-		if kind == "serve" && role != "ingest" && ledger {
-			return nil, fmt.Errorf("-instances %q: `hookline serve` cannot run the ledger source's Go handler; use self:%s, or -ledger-share 0", it, role)
+		if kind == "serve" && role != "ingest" && handlers {
+			return nil, fmt.Errorf("-instances %q: `hookline serve` cannot run the Go handlers (the ledger source, the fan-out source's books destination); use self:%s, or -ledger-share 0 -fanout-share 0", it, role)
 		}
 		specs = append(specs, instanceSpec{kind, role})
 	}
@@ -268,11 +288,15 @@ func (o *Options) validate() error {
 		return errors.New("-dest-timeout must be shorter than -lease")
 	case o.MaxAttempts <= o.RandomAttempts:
 		return errors.New("-max-attempts must exceed -random-attempts, so that only doomed events run out of attempts")
-	case o.LedgerShare < 0 || o.LedgerShare > 1 || o.DoomedShare < 0 || o.DoomedShare > 1:
-		return errors.New("-ledger-share and -doomed-share are fractions")
+	case o.LedgerShare < 0 || o.FanoutShare < 0 || o.LedgerShare+o.FanoutShare > 1 || o.DoomedShare < 0 || o.DoomedShare > 1:
+		return errors.New("-ledger-share, -fanout-share and -doomed-share are fractions, and -ledger-share + -fanout-share must not exceed 1")
 	case o.FailRate+o.TimeoutRate > 1:
 		return errors.New("-fail-rate + -timeout-rate must not exceed 1")
 	}
-	_, err := parseInstances(o.Instances, o.LedgerShare > 0)
+	_, err := parseInstances(o.Instances, o.handlers())
 	return err
 }
+
+// handlers reports whether a Go handler is configured: the ledger source,
+// or the fan-out source's books destination.
+func (o *Options) handlers() bool { return o.LedgerShare > 0 || o.FanoutShare > 0 }

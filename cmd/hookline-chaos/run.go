@@ -87,7 +87,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	specs, _ := parseInstances(o.Instances, o.LedgerShare > 0)
+	specs, _ := parseInstances(o.Instances, o.handlers())
 	if o.Seed == 0 {
 		o.Seed = time.Now().UnixNano()
 	}
@@ -146,10 +146,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, fmt.Errorf("create chaos_ledger: %w", err)
 	}
 
-	// Events and the destination.
+	// Events and the HTTP destinations.
 	h.events = makeEvents(o, h.rng)
 	h.dest = newDestination(h.events, o)
-	destSrv, destURL, err := serveDestination(h.dest)
+	destSrv, destBase, err := serveDestination(h.dest)
 	if err != nil {
 		return nil, err
 	}
@@ -166,11 +166,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			cfgPath: filepath.Join(h.dir, fmt.Sprintf("instance-%d.yaml", i)),
 			logPath: filepath.Join(h.dir, fmt.Sprintf("instance-%d.log", i)),
 			bin:     hooklineBin,
-			env:     []string{envFailRate + "=" + strconv.FormatFloat(o.FailRate, 'g', -1, 64), envRandomAttempts + "=" + strconv.Itoa(o.RandomAttempts)}}
+			env: []string{envFailRate + "=" + strconv.FormatFloat(o.FailRate, 'g', -1, 64), envRandomAttempts + "=" + strconv.Itoa(o.RandomAttempts),
+				envOverlaps + "=" + h.overlapsPath()}}
 		if s.kind == "self" {
 			p.bin = self
 		}
-		if err := os.WriteFile(p.cfgPath, []byte(instanceConfig(o, addr, dbURL, destURL)), 0o600); err != nil {
+		if err := os.WriteFile(p.cfgPath, []byte(instanceConfig(o, addr, dbURL, destBase)), 0o600); err != nil {
 			return nil, err
 		}
 		h.procs = append(h.procs, p)
@@ -278,6 +279,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 func (h *harness) finish(_ context.Context, rep *Report, err error) (*Report, error) {
 	rep.Duration = time.Since(h.start)
 	rep.Faults = h.faults
+	if err != nil {
+		rep.Aborted = err.Error()
+	}
 	h.vioMu.Lock()
 	rep.Violations = append(rep.Violations, h.vio...)
 	h.vioMu.Unlock()
@@ -287,6 +291,10 @@ func (h *harness) finish(_ context.Context, rep *Report, err error) (*Report, er
 	}
 	return rep, err
 }
+
+// overlapsPath is the file the self instances' Go handlers append
+// concurrent runs for one (destination, event) to (overlapLog).
+func (h *harness) overlapsPath() string { return filepath.Join(h.dir, "handler-overlaps.log") }
 
 func workDir(dir string) (string, error) {
 	if dir == "" {
@@ -415,13 +423,27 @@ func (h *harness) killOne(ctx context.Context, worker bool) error {
 	h.fault("SIGKILL %s (%d deliveries done)", p.name(), h.stats.done.Load())
 	p.kill()
 	sleepCtx(ctx, time.Duration(300+h.rng.IntN(1200))*time.Millisecond)
-	t := time.Now()
-	if err := p.start(ctx); err != nil {
-		return fmt.Errorf("restart after kill: %w", err)
+	// Like a process supervisor, start it again if it exits during
+	// start-up (on a loaded machine its first connection to Postgres may
+	// time out); each failed start is listed among the faults.
+	for try := 1; ; try++ {
+		t := time.Now()
+		err := p.start(ctx)
+		if err == nil {
+			h.fault("restarted %s (healthy after %s)", p.name(), time.Since(t).Round(time.Millisecond))
+			return nil
+		}
+		if try == restartTries || ctx.Err() != nil {
+			return fmt.Errorf("restart after kill: %w", err)
+		}
+		h.fault("restart of %s failed (%v); starting it again", p.name(), err)
+		p.kill() // in case it is still running (no /healthz in time)
+		sleepCtx(ctx, time.Second)
 	}
-	h.fault("restarted %s (healthy after %s)", p.name(), time.Since(t).Round(time.Millisecond))
-	return nil
 }
+
+// restartTries bounds the starts of a killed instance.
+const restartTries = 3
 
 // restartPostgres stops Postgres, keeps it down for PGDown while probing
 // ingest and /readyz, starts it again on the same directory and port, and
@@ -504,7 +526,7 @@ func (h *harness) probeReadyz(ctx context.Context, p *proc, want int, when strin
 // probeIngest posts a fresh event during the outage: it must be answered
 // 503 with Retry-After in whole seconds, within 5 s, and never 2xx.
 func (h *harness) probeIngest(ctx context.Context, p *proc, n int) {
-	ev := &event{source: "http", id: fmt.Sprintf("evt_probe_%d", n)}
+	ev := &event{source: srcHTTP, id: fmt.Sprintf("evt_probe_%d", n)}
 	ev.body = []byte(`{"id":"` + ev.id + `","object":"event","type":"chaos.probe","created":1764504000}`)
 	s := &sender{client: probeClient}
 	start := time.Now()
@@ -571,7 +593,7 @@ func (h *harness) settle(ctx context.Context) {
 	for {
 		var open, jobs int
 		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := h.pool.QueryRow(qctx, `SELECT count(*) FROM hookline_events WHERE state NOT IN ('completed', 'dead')`).Scan(&open)
+		err := h.pool.QueryRow(qctx, `SELECT count(*) FROM hookline_event_states WHERE state NOT IN ('completed', 'dead')`).Scan(&open)
 		if err == nil {
 			var js hjobs.JobStats
 			js, err = hjobs.ReadJobStats(qctx, h.pool, false)

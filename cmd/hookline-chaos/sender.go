@@ -8,7 +8,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,40 +18,114 @@ import (
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
 )
 
-// stripeSecret signs every delivery (both sources are Stripe-signed).
+// stripeSecret signs every delivery (every source is Stripe-signed).
 const stripeSecret = "whsec_hookline_chaos"
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
+// The sources, and the destinations of the fan-out source.
+const (
+	srcHTTP   = "http"   // one HTTP destination ("default")
+	srcLedger = "ledger" // one Go handler in transactional mode ("default")
+	srcFanout = "fanout" // three destinations: destSink, destBooks, destFlaky
+
+	destDefault = "default" // a source's single destination
+	destSink    = "sink"    // HTTP, never fails on purpose, takes every event
+	destBooks   = "books"   // Go handler in transactional mode, types: ["charge.*"]
+	destFlaky   = "flaky"   // HTTP, fails at random early and always for doomed events, where: {data.object.region: eu}
+)
+
+// fanoutDests are the fan-out source's destinations, in configuration order.
+var fanoutDests = []string{destSink, destBooks, destFlaky}
+
+// The fan-out filters: destBooks takes the event types booksTypePrefix*,
+// destFlaky the events whose data.object.region is flakyRegion.
+const (
+	booksTypePrefix = "charge."
+	flakyRegion     = "eu"
+)
+
+// fanoutTypes are the event types the fan-out source's events draw from:
+// half of them match destBooks's filter, half do not ("charges.x" is a
+// near miss of the glob).
+var fanoutTypes = []string{"charge.succeeded", "charge.refunded", "invoice.paid", "charges.disputed"}
+
+// fanoutRegions are the data.object.region values of fan-out events: only
+// flakyRegion matches destFlaky's filter ("EU" is a near miss).
+var fanoutRegions = []string{flakyRegion, "us", "EU", flakyRegion}
+
 // event is one distinct event and what the senders learnt about it.
 type event struct {
-	source string // http | ledger
+	source string // srcHTTP | srcLedger | srcFanout
 	id     string
+	typ    string
+	region string // fan-out events only
 	body   []byte
 	doomed bool
+	// routes are the destinations the event must reach: the harness's own
+	// reading of the filters, independent of hookline's.
+	routes []string
 
 	got2xx    atomic.Bool
 	accepted  atomic.Int32
 	duplicate atomic.Int32
 }
 
+// routedTo reports whether dest is one of the event's routes.
+func (e *event) routedTo(dest string) bool { return slices.Contains(e.routes, dest) }
+
+// deadAt reports whether the event must end dead at dest: a doomed event
+// fails at every attempt of the destinations that fail it (the http
+// source's, the ledger handler, and on the fan-out source only destFlaky).
+func (e *event) deadAt(dest string) bool {
+	if !e.doomed || !e.routedTo(dest) {
+		return false
+	}
+	return e.source != srcFanout || dest == destFlaky
+}
+
+// fanoutRoutes is the harness's model of the fan-out filters: destSink
+// takes every event, destBooks the types booksTypePrefix*, destFlaky the
+// events whose data.object.region is flakyRegion.
+func fanoutRoutes(typ, region string) []string {
+	routes := []string{destSink}
+	if strings.HasPrefix(typ, booksTypePrefix) {
+		routes = append(routes, destBooks)
+	}
+	if region == flakyRegion {
+		routes = append(routes, destFlaky)
+	}
+	return routes
+}
+
 func makeEvents(o Options, rng *rand.Rand) []*event {
 	evs := make([]*event, o.Events)
 	for i := range evs {
-		src := "http"
-		if rng.Float64() < o.LedgerShare {
-			src = "ledger"
+		src := srcHTTP
+		switch r := rng.Float64(); {
+		case r < o.FanoutShare:
+			src = srcFanout
+		case r < o.FanoutShare+o.LedgerShare:
+			src = srcLedger
 		}
 		id := fmt.Sprintf("evt_%s_%06d", src, i)
 		doomed := rng.Float64() < o.DoomedShare
 		if doomed {
 			id += "_doom"
 		}
-		body, _ := json.Marshal(map[string]any{
-			"id": id, "object": "event", "type": "chaos." + src, "created": time.Now().Unix(),
-			"data": map[string]any{"object": map[string]any{"n": i, "pad": fmt.Sprintf("%x", rng.Uint64())}},
+		ev := &event{source: src, id: id, typ: "chaos." + src, doomed: doomed, routes: []string{destDefault}}
+		obj := map[string]any{"n": i, "pad": fmt.Sprintf("%x", rng.Uint64())}
+		if src == srcFanout {
+			ev.typ = fanoutTypes[rng.IntN(len(fanoutTypes))]
+			ev.region = fanoutRegions[rng.IntN(len(fanoutRegions))]
+			ev.routes = fanoutRoutes(ev.typ, ev.region)
+			obj["region"] = ev.region
+		}
+		ev.body, _ = json.Marshal(map[string]any{
+			"id": id, "object": "event", "type": ev.typ, "created": time.Now().Unix(),
+			"data": map[string]any{"object": obj},
 		})
-		evs[i] = &event{source: src, id: id, body: body, doomed: doomed}
+		evs[i] = ev
 	}
 	return evs
 }
