@@ -22,6 +22,10 @@ run: build ## run hookline dev: local Postgres (or Docker), demo source, ready s
 postgres: ## make sure PostgreSQL binaries are installed (apt-get on Debian/Ubuntu)
 	@bash .ci/ensure-postgres
 
+.PHONY: chromium
+chromium: ## make sure Chromium is installed for the console's browser tests (apt-get on Debian/Ubuntu)
+	@bash .ci/ensure-chromium
+
 .PHONY: lint
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -29,7 +33,7 @@ lint: ## gofmt and go vet
 	$(GO) vet $(PKGS)
 
 .PHONY: test
-test: postgres lint ## everything CI runs: lint, go test -race, short fuzzing, short chaos
+test: postgres chromium lint ## everything CI runs: lint, go test -race (browser tests in Chromium too), short fuzzing, short chaos
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@FUZZTIME=$(FUZZTIME) bash .ci/fuzz
 

@@ -1,7 +1,8 @@
 // Package admin is hookline's admin API: the JSON routes under /admin that
 // list, show, retry and delete dead items (one by one or in bulk by filter),
-// look up an event's state, and serve River's own UI under /admin/river/,
-// all behind the admin token.
+// search events and look one up, pause and resume destinations, and the
+// overview; the operator console under /admin/ui/ (package admin/console)
+// and River's own UI under /admin/river/; all behind the admin token.
 //
 // It does not depend on package ingest: Mount takes everything it needs (the
 // pool, a River client, the sources' attempt budgets) in Config, so the admin
@@ -14,18 +15,20 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/riverqueue/river"
 
+	"github.com/hookline/hookline/admin/console"
 	"github.com/hookline/hookline/internal/httpjson"
 	"github.com/hookline/hookline/jobs"
 )
 
-// Limits of GET /admin/dead: the page size without ?limit=, and the most a
-// ?limit= gets (a larger one is clamped to it).
+// Limits of GET /admin/dead and GET /admin/events: the page size without
+// ?limit=, and the most a ?limit= gets (a larger one is clamped to it).
 const (
 	DefaultAdminLimit = 50
 	MaxAdminLimit     = 500
@@ -64,7 +67,19 @@ type Config struct {
 	// BulkBatch is the number of dead items per transaction in bulk retry
 	// and delete (default jobs.DefaultBulkBatch, 100).
 	BulkBatch int
+	// NoConsole leaves the operator console (/admin/ui/) unmounted: its paths
+	// are then the JSON API's (401 without the bearer token, else 404).
+	NoConsole bool
+	// Reconcile runs one reconciliation of a source now, for POST
+	// /admin/sources/{source}/reconcile (nil: every source answers 400).
+	// Its errors: ErrNoSuchSource, ErrNotReconciled, ErrReconcileRunning,
+	// *ProviderError; anything else is a 503.
+	Reconcile func(ctx context.Context, source string) (ReconcileResult, error)
 }
+
+// OverviewTTL is how long one overview (GET /admin/overview and the
+// console's first page) is shared between requests.
+const OverviewTTL = 5 * time.Second
 
 // Mount mounts the admin API under /admin on e: the dead set, the event
 // lookup and the River UI (/admin/river/), all behind cfg.Token. e is the
@@ -79,11 +94,15 @@ type Config struct {
 //	DELETE /admin/dead/{id}           204
 //	POST   /admin/dead/retry          bulk, body {"source","destination","reason","event_type","since","until","dry_run"}
 //	POST   /admin/dead/delete         bulk, same body
+//	GET    /admin/events?source=&state=&type=&id_prefix=&since=&until=&limit=&cursor=
 //	GET    /admin/events/{source}/{event_id}
+//	GET    /admin/overview
 //	GET    /admin/destinations
 //	POST   /admin/destinations/{source}/{name}/pause    202
 //	POST   /admin/destinations/{source}/{name}/resume   202
+//	POST   /admin/sources/{source}/reconcile            200 {"checked","missing"}
 //	*      /admin/river/...           River UI
+//	*      /admin/ui/...              the operator console (HTML; see package console)
 //
 // A bulk filter with no fields matches the whole dead set; unknown fields are
 // refused (400), so a misspelt filter never widens to everything.
@@ -104,6 +123,18 @@ func Mount(e *echo.Echo, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("admin: %w", err)
 	}
+	events := jobs.NewEvents(cfg.Pool)
+	a := &api{dead: dead, events: events, log: cfg.Logger, names: cfg.Destinations, reconcileFn: cfg.Reconcile,
+		dests:    jobs.NewDestinations(cfg.Pool, cfg.River, cfg.Destinations),
+		overview: jobs.NewOverviewCache(events, cfg.Destinations, OverviewTTL)}
+	var ops *console.Console
+	if !cfg.NoConsole {
+		ops, err = console.New(console.Config{Token: cfg.Token, Dead: dead, Events: events, Destinations: a.dests,
+			Names: cfg.Destinations, Overview: a.overview, Logger: cfg.Logger, RiverUI: !cfg.NoRiverUI})
+		if err != nil {
+			return fmt.Errorf("admin: %w", err)
+		}
+	}
 	var ui http.Handler
 	if !cfg.NoRiverUI {
 		if ui, err = riverUI(cfg.Context, cfg.River, cfg.Logger); err != nil {
@@ -112,10 +143,14 @@ func Mount(e *echo.Echo, cfg Config) error {
 	}
 	g := e.Group("/admin")
 	g.Use(jsonErrors, bearerAuth(cfg.Token))
-	(&api{dead: dead, events: jobs.NewEvents(cfg.Pool), log: cfg.Logger,
-		dests: jobs.NewDestinations(cfg.Pool, cfg.River, cfg.Destinations)}).routes(g)
+	a.routes(g)
 	if ui != nil {
 		mountRiverUI(g, ui)
+	}
+	if ops != nil {
+		// Its own group: the console's session cookie opens /admin/ui/ and
+		// nothing else; the routes above keep wanting the bearer token.
+		ops.Mount(e)
 	}
 	return nil
 }
@@ -151,8 +186,11 @@ func (a *api) routes(g *echo.Group) {
 	g.POST("/dead/:id/retry", a.retry)
 	g.POST("/dead/retry", a.bulkRetry)
 	g.POST("/dead/delete", a.bulkDelete)
+	g.GET("/events", a.searchEvents)
 	g.GET("/events/:source/:event_id", a.event)
+	g.GET("/overview", a.overviewRead)
 	g.GET("/destinations", a.destinations)
 	g.POST("/destinations/:source/:name/pause", a.pause)
 	g.POST("/destinations/:source/:name/resume", a.resume)
+	g.POST("/sources/:source/reconcile", a.reconcile)
 }

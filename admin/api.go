@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -19,12 +20,16 @@ import (
 	"github.com/hookline/hookline/jobs"
 )
 
-// api serves the JSON routes over the dead set.
+// api serves the JSON routes.
 type api struct {
-	dead   *jobs.DeadSet
-	events *jobs.Events
-	dests  *jobs.Destinations
-	log    *slog.Logger
+	dead     *jobs.DeadSet
+	events   *jobs.Events
+	dests    *jobs.Destinations
+	names    []jobs.DestinationName
+	overview *jobs.OverviewCache
+	log      *slog.Logger
+	// reconcileFn is Config.Reconcile.
+	reconcileFn func(ctx context.Context, source string) (ReconcileResult, error)
 }
 
 // fail maps the dead set's errors to HTTP answers: the one place that does.
@@ -41,6 +46,8 @@ func (a *api) fail(c echo.Context, err error) error {
 		return httpjson.Error(c, http.StatusNotFound, err.Error())
 	case errors.Is(err, jobs.ErrUnknownSource):
 		return httpjson.Error(c, http.StatusConflict, err.Error()+"; add the source to the config (or delete the item)")
+	case errors.Is(err, jobs.ErrQueryTimeout):
+		return httpjson.Error(c, http.StatusServiceUnavailable, err.Error()+"; narrow the search (source, since and until, id_prefix)")
 	}
 	a.log.Error("admin request failed", "method", c.Request().Method, "path", c.Path(), "error", err.Error())
 	if dberr.Unavailable(err) {
@@ -215,18 +222,65 @@ func pathParam(c echo.Context, name string) string {
 	return v
 }
 
-// event answers GET /admin/events/{source}/{event_id}.
+// event answers GET /admin/events/{source}/{event_id}: its state,
+// destinations, attempts log and stored payload.
 func (a *api) event(c echo.Context) error {
-	ev, err := a.events.Lookup(c.Request().Context(), pathParam(c, "source"), pathParam(c, "event_id"))
+	ctx := c.Request().Context()
+	ev, err := a.events.Lookup(ctx, pathParam(c, "source"), pathParam(c, "event_id"))
 	if err != nil {
 		return a.fail(c, err)
 	}
-	return c.JSON(http.StatusOK, eventOf(ev))
+	p, err := a.events.Payload(ctx, ev.Source, ev.EventID)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	return c.JSON(http.StatusOK, eventOf(ev, p))
+}
+
+// searchEvents answers GET /admin/events: a page of events, newest first.
+func (a *api) searchEvents(c echo.Context) error {
+	q := c.QueryParams()
+	f, err := eventFilterOf(q.Get("source"), q.Get("state"), q.Get("type"), q.Get("id_prefix"), q.Get("since"), q.Get("until"))
+	if err != nil {
+		return a.fail(c, err)
+	}
+	limit, err := limitOf(q.Get("limit"))
+	if err != nil {
+		return a.fail(c, err)
+	}
+	var after *jobs.EventKey
+	if v := q.Get("cursor"); v != "" {
+		if after, err = jobs.ParseEventCursor(v); err != nil {
+			return a.fail(c, paramError{"cursor", "malformed; pass next_cursor from the previous page unchanged"})
+		}
+	}
+	items, more, err := a.events.Search(c.Request().Context(), f, after, limit)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	out := eventList{Items: make([]eventSummary, len(items))}
+	for i := range items {
+		out.Items[i] = eventSummaryOf(&items[i])
+	}
+	if more {
+		out.NextCursor = items[len(items)-1].Key().Cursor()
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// overviewRead answers GET /admin/overview: per source, deliveries and
+// failed attempts per minute over the last hour, and the queue's lag.
+func (a *api) overviewRead(c echo.Context) error {
+	ov, err := a.overview.Read(c.Request().Context())
+	if err != nil {
+		return a.fail(c, err)
+	}
+	return c.JSON(http.StatusOK, overviewOf(ov))
 }
 
 // destinations answers GET /admin/destinations.
 func (a *api) destinations(c echo.Context) error {
-	list, err := a.dests.List(c.Request().Context())
+	list, err := a.events.DestinationLags(c.Request().Context(), a.names)
 	if err != nil {
 		return a.fail(c, err)
 	}

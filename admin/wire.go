@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookline/hookline/jobs"
 )
@@ -97,10 +98,94 @@ type eventAnswer struct {
 	CompletedAt *time.Time `json:"completed_at"` // null until completion
 	LastError   *string    `json:"last_error"`
 	DeadItemID  *string    `json:"dead_item_id"`
+	// Origin is where the event was first received from: webhook, or
+	// reconcile (found by a reconciliation run).
+	Origin string `json:"origin"`
+	// OrderKey is the event's ordering key; omitted when unordered.
+	OrderKey string `json:"order_key,omitempty"`
+	// Skipped is "stale" when the event completed without being forwarded
+	// to any destination (ordering.stale: skip); omitted otherwise.
+	Skipped string `json:"skipped,omitempty"`
 	// Destinations are the destinations the event matched ([] for none).
 	Destinations []eventDestination `json:"destinations"`
 	// AttemptsLog is every attempt, oldest first.
 	AttemptsLog []attemptAnswer `json:"attempts_log"`
+	// ContentType, Headers and Payload are the event as stored (its first
+	// delivery, or its dead item's copy once retention pruned it); all
+	// null when nothing is kept. Payload is the raw body as a string, or
+	// base64 (standard, padded) with PayloadEncoding "base64" when it is
+	// not valid UTF-8.
+	ContentType     *string         `json:"content_type"`
+	Headers         json.RawMessage `json:"headers"`
+	Payload         *string         `json:"payload"`
+	PayloadEncoding string          `json:"payload_encoding,omitempty"`
+}
+
+// eventSummary is one event of GET /admin/events.
+type eventSummary struct {
+	Source       string    `json:"source"`
+	EventID      string    `json:"event_id"`
+	EventType    string    `json:"event_type"`
+	State        string    `json:"state"` // queued | processing | completed | dead
+	Deliveries   int       `json:"deliveries"`
+	Attempts     int       `json:"attempts"`
+	Destinations int       `json:"destinations"`
+	ReceivedAt   time.Time `json:"received_at"`
+}
+
+// eventList is a page of GET /admin/events. NextCursor is empty on the last page.
+type eventList struct {
+	Items      []eventSummary `json:"items"`
+	NextCursor string         `json:"next_cursor,omitempty"`
+}
+
+func eventSummaryOf(s *jobs.EventSummary) eventSummary {
+	return eventSummary{Source: s.Source, EventID: s.EventID, EventType: s.EventType, State: s.State, Deliveries: s.Deliveries,
+		Attempts: s.Attempts, Destinations: s.Destinations, ReceivedAt: s.ReceivedAt.UTC()}
+}
+
+// overviewAnswer answers GET /admin/overview. Element i of every series
+// counts minute Since + i; the last is the current minute. Minutes before
+// CountedSince are not counted yet (after a start the hour fills in,
+// jobs.OverviewStep per read) and read 0.
+type overviewAnswer struct {
+	Since        time.Time           `json:"since"`
+	CountedSince time.Time           `json:"counted_since"`
+	Minutes      int                 `json:"minutes"`
+	Sources      []sourceActivity    `json:"sources"`
+	Queue        queueAnswer         `json:"queue"`
+	Destinations []destinationAnswer `json:"destinations"`
+}
+
+// sourceActivity is one source's deliveries per minute: received =
+// accepted + duplicate; failed counts destination attempts that failed.
+type sourceActivity struct {
+	Source    string `json:"source"`
+	Received  []int  `json:"received"`
+	Accepted  []int  `json:"accepted"`
+	Duplicate []int  `json:"duplicate"`
+	Failed    []int  `json:"failed"`
+}
+
+// queueAnswer is River's queue of event jobs: unfinished jobs by state and
+// how long the oldest ready one has waited (the queue's lag).
+type queueAnswer struct {
+	Jobs                   map[string]int64 `json:"jobs"`
+	OldestAvailableSeconds float64          `json:"oldest_available_seconds"`
+}
+
+func overviewOf(ov *jobs.Overview) overviewAnswer {
+	out := overviewAnswer{Since: ov.Since.UTC(), CountedSince: ov.CountedSince.UTC(), Minutes: jobs.OverviewMinutes, Sources: make([]sourceActivity, len(ov.Sources)),
+		Queue:        queueAnswer{Jobs: ov.Queue.ByState, OldestAvailableSeconds: ov.Queue.OldestAvailableSeconds},
+		Destinations: make([]destinationAnswer, len(ov.Destinations))}
+	for i, s := range ov.Sources {
+		out.Sources[i] = sourceActivity{Source: s.Source, Received: s.Received[:], Accepted: s.Accepted[:],
+			Duplicate: s.Duplicate[:], Failed: s.Failed[:]}
+	}
+	for i, d := range ov.Destinations {
+		out.Destinations[i] = destinationOf(d)
+	}
+	return out
 }
 
 // eventDestination is one destination of an event in its lookup.
@@ -110,6 +195,8 @@ type eventDestination struct {
 	Attempts    int        `json:"attempts"`
 	LastError   *string    `json:"last_error"`
 	CompletedAt *time.Time `json:"completed_at"`
+	// Skipped is "stale" when this destination completed without a forward.
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // attemptAnswer is one attempt in an event's attempts log. Status is the
@@ -138,16 +225,17 @@ type destinationAnswer struct {
 	FailureStreak int        `json:"failure_streak"`
 	LastError     *string    `json:"last_error"`
 	PausedAt      *time.Time `json:"paused_at"`
+	// Circuit is the breaker's own state (closed | open | half_open), also
+	// while paused; OldestQueuedAt when its longest-waiting event was
+	// queued (null when none waits).
+	Circuit        string     `json:"circuit"`
+	OldestQueuedAt *time.Time `json:"oldest_queued_at"`
 }
 
-func destinationOf(d jobs.DestinationInfo) destinationAnswer {
-	out := destinationAnswer{Source: d.Source, Name: d.Name, State: d.State, Queued: d.Queued, InFlight: d.InFlight,
-		FailureStreak: d.FailureStreak, LastError: d.LastError}
-	if d.PausedAt != nil {
-		t := d.PausedAt.UTC()
-		out.PausedAt = &t
-	}
-	return out
+func destinationOf(d jobs.DestinationLag) destinationAnswer {
+	return destinationAnswer{Source: d.Source, Name: d.Name, State: d.State, Queued: d.Queued, InFlight: d.InFlight,
+		FailureStreak: d.FailureStreak, LastError: d.LastError, PausedAt: utc(d.PausedAt),
+		Circuit: d.Circuit, OldestQueuedAt: utc(d.OldestQueuedAt)}
 }
 
 func itemOf(it *jobs.DeadItem) deadItem {
@@ -155,9 +243,10 @@ func itemOf(it *jobs.DeadItem) deadItem {
 		Reason: it.Reason, Attempts: it.Attempts, LastError: it.LastError, DeadAt: it.DeadAt.UTC()}
 }
 
-func eventOf(ev *jobs.EventStatus) eventAnswer {
+func eventOf(ev *jobs.EventStatus, p *jobs.StoredPayload) eventAnswer {
 	out := eventAnswer{Source: ev.Source, EventID: ev.EventID, EventType: ev.EventType, State: ev.State,
-		Deliveries: ev.Deliveries, Attempts: ev.Attempts, ReceivedAt: ev.ReceivedAt.UTC(), LastError: ev.LastError}
+		Deliveries: ev.Deliveries, Attempts: ev.Attempts, ReceivedAt: ev.ReceivedAt.UTC(), LastError: ev.LastError,
+		Origin: ev.Origin, OrderKey: ev.OrderKey, Skipped: ev.Skipped}
 	if ev.CompletedAt != nil {
 		t := ev.CompletedAt.UTC()
 		out.CompletedAt = &t
@@ -168,11 +257,23 @@ func eventOf(ev *jobs.EventStatus) eventAnswer {
 	}
 	out.Destinations = make([]eventDestination, len(ev.Destinations))
 	for i, d := range ev.Destinations {
-		out.Destinations[i] = eventDestination{Name: d.Name, State: d.State, Attempts: d.Attempts, LastError: d.LastError, CompletedAt: utc(d.CompletedAt)}
+		out.Destinations[i] = eventDestination{Name: d.Name, State: d.State, Attempts: d.Attempts, LastError: d.LastError, CompletedAt: utc(d.CompletedAt),
+			Skipped: d.Skipped}
 	}
 	out.AttemptsLog = make([]attemptAnswer, len(ev.AttemptsLog))
 	for i, a := range ev.AttemptsLog {
 		out.AttemptsLog[i] = attemptAnswer{N: a.N, Destination: a.Destination, At: a.At.UTC(), Status: a.Status, DurationMS: a.DurationMS, Error: a.Error}
+	}
+	out.Headers = json.RawMessage("null")
+	if p != nil {
+		body := string(p.Body)
+		if !utf8.Valid(p.Body) {
+			body, out.PayloadEncoding = base64.StdEncoding.EncodeToString(p.Body), "base64"
+		}
+		out.ContentType, out.Headers, out.Payload = &p.ContentType, p.Headers, &body
+		if len(out.Headers) == 0 {
+			out.Headers = json.RawMessage("{}")
+		}
 	}
 	return out
 }
@@ -199,6 +300,23 @@ func parseTime(name, v string) (time.Time, error) {
 // filterOf is the dead-set filter of a list query or a bulk body.
 func filterOf(source, destination, reason, eventType, since, until string) (jobs.DeadFilter, error) {
 	f := jobs.DeadFilter{Source: source, Destination: destination, Reason: reason, EventType: eventType}
+	var err error
+	if f.Since, err = parseTime("since", since); err != nil {
+		return f, err
+	}
+	if f.Until, err = parseTime("until", until); err != nil {
+		return f, err
+	}
+	if err := f.Validate(); err != nil {
+		name, msg, _ := strings.Cut(err.Error(), ": ")
+		return f, paramError{name, msg}
+	}
+	return f, nil
+}
+
+// eventFilterOf is the filter of GET /admin/events.
+func eventFilterOf(source, state, typ, idPrefix, since, until string) (jobs.EventFilter, error) {
+	f := jobs.EventFilter{Source: source, State: state, Type: typ, IDPrefix: idPrefix}
 	var err error
 	if f.Since, err = parseTime("since", since); err != nil {
 		return f, err

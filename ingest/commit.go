@@ -27,6 +27,22 @@ type Delivery struct {
 	Headers     map[string][]string
 	Body        []byte
 	Events      []DeliveryEvent
+	// Origin is where the delivery came from: OriginWebhook (also when
+	// empty) or OriginReconcile.
+	Origin string
+}
+
+// Origins of a delivery.
+const (
+	OriginWebhook   = "webhook"
+	OriginReconcile = "reconcile"
+)
+
+func (d *Delivery) origin() string {
+	if d.Origin == "" {
+		return OriginWebhook
+	}
+	return d.Origin
 }
 
 // DeliveryEvent is one event of a delivery. A batch item's bytes are
@@ -43,6 +59,10 @@ type DeliveryEvent struct {
 	// Matched lists, by index into the source's destinations, those whose
 	// filter the event matches: where a new event goes.
 	Matched []int
+	// OrderKey is the event's ordering key ("" when unordered); OrderBy its
+	// ordering.by as a decimal ("" when none), of kind OrderByKind
+	// (ByNumber or ByTime).
+	OrderKey, OrderBy, OrderByKind string
 }
 
 // Status of an event at ingest.
@@ -87,6 +107,7 @@ type eventRow struct {
 	fresh      bool // a new event
 	received   time.Time
 	queued     []string // destinations the statement queued
+	waits      []bool   // per queued destination: its job waits in its ordering line (pending)
 	jobs       int      // jobs inserted (not skipped as duplicates)
 	status     string
 }
@@ -245,6 +266,7 @@ type batch struct {
 	bodyAt  []int32
 	bodyLen []int32
 	bodies  []byte
+	origins []string
 }
 
 // layoutBatch lays ds out in the two reused buffers (per batch they are
@@ -254,11 +276,11 @@ type batch struct {
 func layoutBatch(ds []*Delivery, bodyBuf, hdrBuf *[]byte) *batch {
 	n := len(ds)
 	b := &batch{ds: ds, src: make([]string, n), recv: make([]time.Time, n), cts: make([]string, n), hdrs: make([][]byte, n),
-		bodyAt: make([]int32, n), bodyLen: make([]int32, n), firstOf: map[string]*eventRow{}}
+		bodyAt: make([]int32, n), bodyLen: make([]int32, n), origins: make([]string, n), firstOf: map[string]*eventRow{}}
 	bodies, hjson := (*bodyBuf)[:0], (*hdrBuf)[:0]
 	hAt := make([]int, n+1)
 	for i, d := range ds {
-		b.src[i], b.recv[i], b.cts[i] = d.Source.Name, d.ReceivedAt, d.ContentType
+		b.src[i], b.recv[i], b.cts[i], b.origins[i] = d.Source.Name, d.ReceivedAt, d.ContentType, d.origin()
 		h, _ := json.Marshal(d.Headers) //nolint:errchkjson // strings always encode
 		hjson = append(hjson, h...)
 		hAt[i+1] = len(hjson)
@@ -325,7 +347,7 @@ func (b *batch) storeArgs(direct bool) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	args = append(args, c.src, c.id, c.dest, c.deliv, c.off, c.len, c.matched)
+	args = append(args, c.src, c.id, c.dest, c.deliv, c.off, c.len, c.matched, c.orderKey, c.orderBy, c.orderByKind, b.origins)
 	if !direct {
 		return args, nil
 	}
@@ -349,6 +371,9 @@ type candidates struct {
 	deliv            []int32
 	off, len         []*int32
 	matched          []bool
+	orderKey         []*string
+	orderBy          []*string
+	orderByKind      []*string
 	jobArgs, jobKeys [][]byte
 	jobMax           []int16
 	jobQueue         []string
@@ -362,6 +387,8 @@ func (b *batch) candidates(withJobs bool) (*candidates, error) {
 			c.src, c.id, c.dest = append(c.src, r.d.Source.Name), append(c.id, r.ev.ID), append(c.dest, dst.Name)
 			c.deliv, c.off, c.len = append(c.deliv, int32(r.di+1)), append(c.off, off), append(c.len, l)
 			c.matched = append(c.matched, slices.Contains(r.ev.Matched, i))
+			c.orderKey, c.orderBy, c.orderByKind = append(c.orderKey, orNull(r.ev.OrderKey)), append(c.orderBy, orNull(r.ev.OrderBy)),
+				append(c.orderByKind, orNull(r.ev.OrderByKind))
 			if !withJobs {
 				continue
 			}
@@ -374,6 +401,14 @@ func (b *batch) candidates(withJobs bool) (*candidates, error) {
 		}
 	}
 	return c, nil
+}
+
+// orNull is s, or SQL NULL when s is empty.
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // scanStore reads the store statement's answer: the delivery ids, each
@@ -406,6 +441,7 @@ func (b *batch) scanStore(res pgx.Rows) error {
 			r.stored, r.fresh, r.received = true, *fresh, *first
 		case "q":
 			r.queued = append(r.queued, *dest)
+			r.waits = append(r.waits, fresh != nil && *fresh)
 		case "job":
 			if !*skipped {
 				r.jobs++
@@ -449,10 +485,12 @@ func (s *store) enqueue(ctx context.Context, tx pgx.Tx, firsts []*eventRow) erro
 	var params []river.InsertManyParams
 	var asked []*eventRow
 	for _, r := range firsts {
-		for _, dest := range r.queued {
+		for i, dest := range r.queued {
+			opts := jobs.InsertOptsFor(r.d.Source.maxAttempts(dest))
+			opts.Pending = r.waits[i]
 			params = append(params, river.InsertManyParams{
 				Args:       jobs.EventArgs{Source: r.d.Source.Name, EventID: r.ev.ID, Destination: dest},
-				InsertOpts: jobs.InsertOptsFor(r.d.Source.maxAttempts(dest)),
+				InsertOpts: opts,
 			})
 			asked = append(asked, r)
 		}

@@ -75,6 +75,9 @@ type Source struct {
 	// replay under a fresh id as a duplicate (providers.ContentKeyer).
 	// Default 720h.
 	DedupWindow time.Duration
+	// Ordering, when set, lines up the events that share a key, per
+	// destination (each forwarded after the previous one ended).
+	Ordering *Ordering
 	// EventIDName and EventTypeName name the resolvers in 400 answers
 	// ("json:id"); empty means the provider's default (its description's,
 	// for the id).
@@ -373,7 +376,7 @@ func (s *Server) receive(c echo.Context) error {
 	}
 	if rp, ok := src.Provider.(providers.Responder); ok {
 		if code, b, handled := rp.Respond(pr); handled {
-			return c.Blob(code, echo.MIMEApplicationJSON, b)
+			return c.Blob(code, providers.ResponseContentType(rp), b)
 		}
 	}
 	d := newDelivery(src, c.Request(), body, start)
@@ -625,8 +628,12 @@ func resolve(src *Source, pr *providers.Request, d *Delivery) error {
 			if err := checkEvent(src, it.Event, false); err != nil {
 				return fmt.Errorf("batch item %d: %w", i, err)
 			}
-			d.Events = append(d.Events, DeliveryEvent{ID: it.Event.ID, Type: it.Event.Type, Offset: it.Offset, Length: len(it.Body),
-				Matched: match(src, it.Event.Type, it.Body)})
+			de := DeliveryEvent{ID: it.Event.ID, Type: it.Event.Type, Offset: it.Offset, Length: len(it.Body),
+				Matched: match(src, it.Event.Type, it.Body)}
+			if err := orderEvent(src.Ordering, &providers.Request{Body: it.Body, Header: pr.Header, URL: pr.URL}, &de); err != nil {
+				return fmt.Errorf("batch item %d: %w", i, err)
+			}
+			d.Events = append(d.Events, de)
 		}
 		return nil
 	}
@@ -643,6 +650,9 @@ func resolve(src *Source, pr *providers.Request, d *Delivery) error {
 	de := DeliveryEvent{ID: ev.ID, Type: ev.Type, Length: -1, Matched: match(src, ev.Type, pr.Body)}
 	if ck, ok := src.Provider.(providers.ContentKeyer); ok {
 		de.ContentKey = ck.ContentKey(pr)
+	}
+	if err := orderEvent(src.Ordering, pr, &de); err != nil {
+		return err
 	}
 	d.Events = []DeliveryEvent{de}
 	return nil

@@ -111,9 +111,11 @@ func (w *EventWorker) claimAndStart(ctx context.Context, r *run) error {
 		deliveryID  *int64
 		contentType *string
 		receivedAt  *time.Time
+		origin      *string
+		o           lineColumns
 	)
 	err = w.pool.QueryRow(ctx, sql, args...).Scan(&token, &expiresAt, &attempts, &ev.budgetAttempt, &eventType,
-		&deliveryID, &contentType, &ev.rawHeaders, &receivedAt, &ev.Body)
+		&deliveryID, &contentType, &ev.rawHeaders, &receivedAt, &ev.Body, &origin, &o.key, &o.inLine, &o.by, &o.byKind, &o.stale)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return w.claimAndStartTx(ctx, r, opts)
 	}
@@ -129,7 +131,8 @@ func (w *EventWorker) claimAndStart(ctx context.Context, r *run) error {
 		_ = claim.Release(context.WithoutCancel(ctx), nil)
 		return errNoEvent
 	}
-	ev.Attempt, ev.Type, ev.DeliveryID, ev.ContentType, ev.ReceivedAt = *attempts, *eventType, *deliveryID, *contentType, *receivedAt
+	ev.Attempt, ev.Type, ev.DeliveryID, ev.ContentType, ev.ReceivedAt, ev.Origin = *attempts, *eventType, *deliveryID, *contentType, *receivedAt, *origin
+	o.apply(ev)
 	if r.t.Handler != nil {
 		ev.Headers = decodeHeaders(ev.rawHeaders)
 	}
@@ -153,8 +156,10 @@ func (w *EventWorker) claimAndStartTx(ctx context.Context, r *run, opts idem.Opt
 		}
 		ev := r.newEvent()
 		var headers []byte
+		var o lineColumns
 		err = tx.QueryRow(ctx, startSQL, r.src.Name, r.job.Args.EventID, r.t.Name, r.job.ID).
-			Scan(&ev.Attempt, &ev.budgetAttempt, &ev.Type, &ev.DeliveryID, &ev.ContentType, &headers, &ev.ReceivedAt, &ev.Body)
+			Scan(&ev.Attempt, &ev.budgetAttempt, &ev.Type, &ev.DeliveryID, &ev.ContentType, &headers, &ev.ReceivedAt, &ev.Body,
+				&ev.Origin, &o.key, &o.inLine, &o.by, &o.byKind, &o.stale)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoEvent
 		}
@@ -163,6 +168,7 @@ func (w *EventWorker) claimAndStartTx(ctx context.Context, r *run, opts idem.Opt
 		}
 		ev.rawHeaders = headers
 		ev.Headers = decodeHeaders(headers)
+		o.apply(ev)
 		r.claim, r.ev = claim, ev
 		return nil
 	})
@@ -176,7 +182,7 @@ func (w *EventWorker) handle(ctx context.Context, r *run) error {
 		if err := r.t.Handler.Handle(ctx, tx, r.ev); err != nil {
 			return err
 		}
-		return w.complete(ctx, tx, r, 0)
+		return w.complete(ctx, tx, r, 0, "")
 	})
 	if err == nil {
 		w.m.Deliveries.WithLabelValues(r.src.Name, r.t.Name, "success").Inc()
@@ -191,16 +197,36 @@ func (w *EventWorker) handle(ctx context.Context, r *run) error {
 // own, so the HTTP path needs no explicit transaction; in transactional
 // mode it runs inside the handler's transaction. If the claim's token no
 // longer holds, nothing changes and the error wraps idem.ErrLeaseLost.
-func (w *EventWorker) complete(ctx context.Context, q idem.DB, r *run, status int) error {
+//
+// An event with a place in an ordering line ends its place in the same
+// transaction: the line is locked first and advanced last (endPlace).
+// skipped ("stale", or "" when forwarded) records why it was not forwarded.
+func (w *EventWorker) complete(ctx context.Context, q sender, r *run, status int, skipped string) error {
 	st := r.claim.CompleteStatement()
 	sql := w.completeSQL.get(func() string { return completeSQL(st.SQL, len(st.Args)) })
+	var skip *string
+	if skipped != "" {
+		skip = &skipped
+	}
 	args := append(st.Args, r.src.Name, r.job.Args.EventID, r.t.Name, r.src.DedupWindow.Microseconds(), r.job.ID,
-		r.ev.Attempt, status, time.Since(r.start).Milliseconds(), "")
+		r.ev.Attempt, status, time.Since(r.start).Milliseconds(), "", skip)
 	var n int64
-	if err := q.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+	var err error
+	if r.ev.line != nil {
+		n, err = endPlace(ctx, q, r.src.Name, r.t.Name, r.ev.ID, r.ev.line, sql, args)
+	} else {
+		err = q.QueryRow(ctx, sql, args...).Scan(&n)
+	}
+	if err != nil {
 		return fmt.Errorf("mark completed: %w", err)
 	}
 	return r.claim.ReportCompleted(n)
+}
+
+// sender runs statements and batches: the pool or a transaction.
+type sender interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	batchSender
 }
 
 // fail releases the claim and records the error; after the budget's last
@@ -257,6 +283,12 @@ func (w *EventWorker) recordFailure(ctx context.Context, r *run, workErr error, 
 	dur := time.Since(r.start).Milliseconds()
 	ev := r.ev
 	return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		if final && ev.line != nil {
+			// The last attempt ends the event's place in its line.
+			if err := lockLine(ctx, tx, r.src.Name, r.t.Name, ev.line.key); err != nil {
+				return err
+			}
+		}
 		if err := r.claim.Release(ctx, tx); err != nil {
 			return err
 		}
@@ -272,8 +304,13 @@ func (w *EventWorker) recordFailure(ctx context.Context, r *run, workErr error, 
 		// destination is dead, its job no longer counts as active, so a
 		// provider's re-delivery is accepted as a new job instead of racing
 		// River's asynchronous completion.
-		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, r.job)
-		return err
+		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, r.job); err != nil {
+			return err
+		}
+		if ev.line != nil {
+			return advanceLine(ctx, tx, r.src.Name, r.t.Name, ev.line.key)
+		}
+		return nil
 	})
 }
 
@@ -286,15 +323,30 @@ func (w *EventWorker) recordFailure(ctx context.Context, r *run, workErr error, 
 func (w *EventWorker) deadUnclaimed(ctx context.Context, job *river.Job[EventArgs], cause error) error {
 	ctx = context.WithoutCancel(ctx)
 	msg := CleanText(cause.Error(), maxErrorBytes)
+	src, dest, id := job.Args.Source, job.Args.Dest(), job.Args.EventID
+	var key *string // the destination's ordering line, if it has a place in one
+	if err := w.pool.QueryRow(ctx, lineOfSQL, src, id, dest).Scan(&key); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("look up the event's ordering line: %w", err)
+	}
 	var n int64
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, stmt.deadUnclaimed, job.Args.Source, job.Args.EventID, job.Args.Dest(), msg)
+		if key != nil {
+			if err := lockLine(ctx, tx, src, dest, *key); err != nil {
+				return err
+			}
+		}
+		tag, err := tx.Exec(ctx, stmt.deadUnclaimed, src, id, dest, msg)
 		if err != nil {
 			return err
 		}
 		n = tag.RowsAffected()
-		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-		return err
+		if _, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+			return err
+		}
+		if key != nil {
+			return advanceLine(ctx, tx, src, dest, *key)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("move event to the dead set (%s): %w", msg, err)

@@ -273,6 +273,9 @@ func (w *CleanupWorker) Work(ctx context.Context, _ *river.Job[CleanupArgs]) err
 	if err != nil {
 		return err
 	}
+	if err := w.tendLines(ctx); err != nil {
+		return err
+	}
 	if err := w.deadOrphans(ctx); err != nil {
 		return err
 	}
@@ -280,6 +283,40 @@ func (w *CleanupWorker) Work(ctx context.Context, _ *river.Job[CleanupArgs]) err
 		w.Logger.Info("clean-up", "expired_claims", claims, "pruned_deliveries", deliveries, "expired_content_keys", contentKeys, "requeued_stranded", requeued)
 	}
 	return nil
+}
+
+// lineIdleRetention is how long an ordering line with nothing waiting is
+// kept after it last moved: its greatest ordering.by marks stale events
+// only while it is kept.
+const lineIdleRetention = defaults.DedupWindow
+
+// lineRepairAfter is how long a line with places not yet ended may stand
+// still before the clean-up advances it (a no-op for a line whose head is
+// running or retrying).
+const lineRepairAfter = 30 * time.Second
+
+// tendLines advances lines that have stood still (at most 1,000 per run)
+// and prunes idle ones.
+func (w *CleanupWorker) tendLines(ctx context.Context) error {
+	rows, err := w.Pool.Query(ctx, behindLinesSQL, lineRepairAfter.Microseconds(), 1000)
+	if err != nil {
+		return err
+	}
+	var source, dest, key string
+	var behind [][3]string
+	if _, err := pgx.ForEachRow(rows, []any{&source, &dest, &key}, func() error {
+		behind = append(behind, [3]string{source, dest, key})
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, l := range behind {
+		if err := AdvanceLine(ctx, w.Pool, l[0], l[1], l[2]); err != nil {
+			return fmt.Errorf("advance ordering line: %w", err)
+		}
+	}
+	_, err = deleteBatches(ctx, w.Pool, stmt.pruneLines, lineIdleRetention.Microseconds())
+	return err
 }
 
 // deleteBatches runs a DELETE of at most 1,000 rows until it deletes fewer,
@@ -326,18 +363,25 @@ func (w *CleanupWorker) requeueStranded(ctx context.Context, insert func(context
 		return 0, err
 	}
 	var params []river.InsertManyParams
+	var lines []EventArgs // Source, Destination and (in EventID) the key of each line to advance
 	next := sweepCursor{} // an empty window: the end of the queue, start over
 	for rows.Next() {
 		var a EventArgs
 		var at time.Time
+		var lineKey *string
 		var last bool
 		var seen int
-		if err := rows.Scan(&a.Source, &a.EventID, &a.Destination, &at, &last, &seen); err != nil {
+		if err := rows.Scan(&a.Source, &a.EventID, &a.Destination, &at, &lineKey, &last, &seen); err != nil {
 			rows.Close()
 			return 0, err
 		}
 		if !last {
-			params = append(params, river.InsertManyParams{Args: a, InsertOpts: InsertOptsFor(0)})
+			opts := InsertOptsFor(0)
+			if lineKey != nil {
+				opts.Pending = true // its line decides when it runs
+				lines = append(lines, EventArgs{Source: a.Source, Destination: a.Destination, EventID: *lineKey})
+			}
+			params = append(params, river.InsertManyParams{Args: a, InsertOpts: opts})
 		} else if seen >= window {
 			next = sweepCursor{at: at, source: a.Source, id: a.EventID, dest: a.Destination}
 		}
@@ -355,6 +399,11 @@ func (w *CleanupWorker) requeueStranded(ctx context.Context, insert func(context
 	res, err := insert(ctx, params)
 	if err != nil {
 		return 0, fmt.Errorf("requeue stranded events: %w", err)
+	}
+	for _, l := range lines {
+		if err := AdvanceLine(ctx, w.Pool, l.Source, l.Destination, l.EventID); err != nil {
+			return 0, fmt.Errorf("advance the ordering line of a re-enqueued event: %w", err)
+		}
 	}
 	n := 0
 	for i, r := range res {

@@ -126,6 +126,15 @@ func (f *Forwarder) setHeaders(h http.Header, d *Destination, ev *Event) error {
 	if ev.Destination != "" {
 		h.Set("Hookline-Destination", ev.Destination)
 	}
+	if ev.OrderKey != "" {
+		h.Set("Hookline-Order-Key", OrderKeyHeader(ev.OrderKey))
+	}
+	if ev.Stale {
+		h.Set("Hookline-Stale", "true")
+	}
+	if ev.Origin != "" && ev.Origin != "webhook" {
+		h.Set("Hookline-Origin", ev.Origin)
+	}
 	h.Set("User-Agent", "hookline")
 	if d.Secret != "" {
 		secret, err := standardwebhooks.DecodeSecret(d.Secret)

@@ -221,6 +221,9 @@ func (w *EventWorker) Work(ctx context.Context, job *river.Job[EventArgs]) error
 	}
 	claimedAt := time.Now()
 	w.log.Debug("claimed", "source", src.Name, "destination", t.Name, "event_id", r.ev.ID, "attempt", r.ev.Attempt)
+	if r.ev.Stale && src.StaleSkip {
+		return w.skipStale(ctx, r)
+	}
 
 	// Keep the lease alive while the work runs.
 	workCtx, stop := r.claim.KeepAlive(ctx)
@@ -261,6 +264,29 @@ func (w *EventWorker) outcome(ctx context.Context, r *run, workErr, leaseErr err
 	w.gate.result(ctx, r, workErr)
 	return w.fail(ctx, r, workErr)
 }
+
+// skipStale completes a stale event without forwarding it (ordering.stale:
+// skip): its place in the line ends, and the line's greatest ordering.by
+// stays as it is.
+func (w *EventWorker) skipStale(ctx context.Context, r *run) error {
+	r.start = time.Now()
+	err := w.complete(ctx, w.pool, r, 0, SkippedStale)
+	switch {
+	case errors.Is(err, idem.ErrLeaseLost):
+		return nil
+	case err != nil:
+		_ = r.claim.Release(context.WithoutCancel(ctx), nil)
+		return err
+	}
+	w.m.Deliveries.WithLabelValues(r.src.Name, r.t.Name, "skipped").Inc()
+	w.log.Info("stale event skipped: an event of its ordering key with a greater ordering.by was already forwarded",
+		"source", r.src.Name, "destination", r.t.Name, "event_id", r.ev.ID, "order_key", r.ev.OrderKey)
+	return nil
+}
+
+// SkippedStale is why a stale event was completed without being forwarded
+// (the lookup's "skipped").
+const SkippedStale = "stale"
 
 // unknown handles a job whose source or destination this worker does not
 // know: left for a minute to a worker that does, then dead.
@@ -308,7 +334,7 @@ func (w *EventWorker) forward(jobCtx, workCtx context.Context, r *run) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(jobCtx), completeTimeout)
 	defer cancel()
-	if err := w.complete(ctx, w.pool, r, status); err != nil {
+	if err := w.complete(ctx, w.pool, r, status, ""); err != nil {
 		if errors.Is(err, idem.ErrLeaseLost) {
 			return err
 		}

@@ -47,6 +47,14 @@ type EventStatus struct {
 	// DeadItemID is the event's dead item: the newest with reason failed,
 	// else the newest duplicate; nil when it has none.
 	DeadItemID *int64
+	// Origin is where the event was first received from: "webhook", or
+	// "reconcile" (found by a reconciliation run).
+	Origin string
+	// OrderKey is the event's ordering key ("" when unordered).
+	OrderKey string
+	// Skipped is SkippedStale when every destination completed without a
+	// forward (ordering.stale: skip); "" otherwise.
+	Skipped string
 	// Destinations are the destinations the event matched, by name.
 	Destinations []DestinationStatus
 	// AttemptsLog is every attempt, oldest first (at most 1,000).
@@ -63,6 +71,9 @@ type DestinationStatus struct {
 	LastError   *string
 	CompletedAt *time.Time
 	DeadItemID  *int64
+	// OrderKey is the event's ordering key here ("" when unordered);
+	// Skipped is SkippedStale when it completed without a forward.
+	OrderKey, Skipped string
 }
 
 // AttemptRecord is one attempt of an event at a destination.
@@ -99,7 +110,7 @@ func (e *Events) Lookup(ctx context.Context, source, eventID string) (*EventStat
 	ev := &EventStatus{Destinations: []DestinationStatus{}, AttemptsLog: []AttemptRecord{}}
 	err := pgx.BeginTxFunc(ctx, e.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, stmt.lookupEvent, source, eventID).
-			Scan(&ev.Source, &ev.EventID, &ev.EventType, &ev.State, &ev.Deliveries, &ev.Attempts, &ev.ReceivedAt, &ev.CompletedAt)
+			Scan(&ev.Source, &ev.EventID, &ev.EventType, &ev.State, &ev.Deliveries, &ev.Attempts, &ev.ReceivedAt, &ev.CompletedAt, &ev.Origin)
 		if err != nil {
 			return err
 		}
@@ -125,7 +136,7 @@ func readDestinations(ctx context.Context, tx pgx.Tx, ev *EventStatus) error {
 	}
 	var d DestinationStatus
 	var live bool
-	_, err = pgx.ForEachRow(rows, []any{&d.Name, &d.State, &d.Attempts, &d.LastError, &d.CompletedAt, &live, &d.DeadItemID}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&d.Name, &d.State, &d.Attempts, &d.LastError, &d.CompletedAt, &live, &d.DeadItemID, &d.OrderKey, &d.Skipped}, func() error {
 		if d.State == EventQueued && live {
 			d.State = EventProcessing
 		}
@@ -176,6 +187,18 @@ func summarize(ev *EventStatus) {
 	ev.State = state
 	if state != EventCompleted {
 		ev.CompletedAt = nil
+	}
+	skipped := 0
+	for _, d := range ev.Destinations {
+		if d.OrderKey != "" {
+			ev.OrderKey = d.OrderKey
+		}
+		if d.Skipped != "" {
+			skipped++
+		}
+	}
+	if skipped > 0 && skipped == len(ev.Destinations) {
+		ev.Skipped = SkippedStale
 	}
 }
 

@@ -85,15 +85,18 @@ var uniqueKeyPrefix = "&kind=" + EventArgs{}.Kind() + `&args={"destination":`
 // with River's conflict rule: a job for an event's destination that already
 // has one waiting or running (River's unique index, "until executed") is
 // not inserted. rows is a query yielding (args, max_attempts, unique_key,
-// queue, ord): NewEventJob's fields and the insertion order (the order rows
-// are locked in); p is the number of the first of the parameters
+// queue, ord, waits): NewEventJob's fields, the insertion order (the order
+// rows are locked in) and whether the job waits in its ordering line
+// (River's 'pending' state, which River never runs on its own; see
+// wakeLineSQL); p is the number of the first of the parameters
 // EventJobParams returns. Each row answers (source, event_id, destination,
 // queue, skipped): skipped is true for a job not inserted (a duplicate).
 func InsertEventJobsSQL(rows string, p int) string {
 	n := func(i int) string { return "$" + strconv.Itoa(p+i) }
 	return `INSERT INTO river_job (args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
-	SELECT r.args, now(), ` + n(2) + `, r.max_attempts, '{}', ` + n(0) + `, r.queue, now(), 'available', '{}', r.unique_key, ` + n(1) + `::int::bit(8)
-	FROM (` + rows + `) AS r(args, max_attempts, unique_key, queue, ord)
+	SELECT r.args, now(), ` + n(2) + `, r.max_attempts, '{}', ` + n(0) + `, r.queue, now(),
+		(CASE WHEN r.waits THEN 'pending' ELSE 'available' END)::river_job_state, '{}', r.unique_key, ` + n(1) + `::int::bit(8)
+	FROM (` + rows + `) AS r(args, max_attempts, unique_key, queue, ord, waits)
 	ORDER BY r.ord
 	ON CONFLICT (unique_key)
 		WHERE unique_key IS NOT NULL AND unique_states IS NOT NULL AND river_job_state_in_bitmask(unique_states, state)
@@ -126,6 +129,24 @@ func InsertNotifySQL(queues ...string) string {
 	}
 	b.WriteString(`]::text[]) q`)
 	return b.String()
+}
+
+// wakePendingJobSQL makes the pending job of the event's destination
+// (source, eventID, destination: SQL expressions) available now, as River
+// would schedule it; it answers the job's queue. Only hookline puts event
+// jobs in 'pending' (a place in an ordering line that is not the head); River
+// leaves such jobs alone until this statement moves them.
+func wakePendingJobSQL(source, eventID, destination string) string {
+	return `UPDATE river_job j SET state = 'available', scheduled_at = now()
+		WHERE j.kind = '` + EventArgs{}.Kind() + `' AND j.state = 'pending'
+		  AND j.args @> jsonb_build_object('source', ` + source + `, 'event_id', ` + eventID + `, 'destination', ` + destination + `)
+		RETURNING j.queue`
+}
+
+// notifyQueueSQL is the expression InsertNotifySQL evaluates per queue, for
+// a queue name that is a SQL expression.
+func notifyQueueSQL(queue string) string {
+	return `pg_notify(coalesce(current_schema() || '.', '') || 'river_insert', '{"queue": "' || ` + queue + ` || '"}')`
 }
 
 // completeRunningJobSQL marks job id completed as river.JobCompleteTx would
@@ -255,16 +276,17 @@ func AnyUnfinishedJob(ctx context.Context, q Querier) (bool, error) {
 // worker ran it. A queue created paused stays so when a worker starts it.
 const ensureQueueSQL = `INSERT INTO river_queue (name, created_at, metadata, updated_at) VALUES ($1, now(), '{}', now()) ON CONFLICT (name) DO NOTHING`
 
-// orphanJobsSQL lists up to 1,000 waiting event jobs in queues no worker
+// orphanJobsSQL lists up to 1,000 waiting event jobs (pending ones of an
+// ordering line too) in queues no worker
 // here runs ($1: the queues that are run), created more than $2 µs ago: the
 // jobs of a source or destination removed from the configuration.
 var orphanJobsSQL = `SELECT id, args->>'source', args->>'event_id', COALESCE(args->>'destination', '` + DefaultDestination + `')
 	FROM river_job
-	WHERE kind = '` + EventArgs{}.Kind() + `' AND state IN ('available', 'retryable', 'scheduled')
+	WHERE kind = '` + EventArgs{}.Kind() + `' AND state IN ('available', 'pending', 'retryable', 'scheduled')
 		AND queue <> ALL($1::text[]) AND created_at < now() - $2::bigint * interval '1 microsecond'
 	ORDER BY id LIMIT 1000`
 
 // finishWaitingJobSQL completes a job that is waiting (not running): its
 // event's outcome is recorded elsewhere.
 const finishWaitingJobSQL = `UPDATE river_job SET state = 'completed', finalized_at = now()
-	WHERE id = $1 AND state IN ('available', 'retryable', 'scheduled')`
+	WHERE id = $1 AND state IN ('available', 'pending', 'retryable', 'scheduled')`

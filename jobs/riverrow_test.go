@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,8 +103,9 @@ func TestEventJobArgsAreEventArgs(t *testing.T) {
 }
 
 // InsertEventJobsSQL writes the rows River's InsertManyTx writes, column for
-// column, and follows River's conflict rule: no second job while one is
-// waiting or running (skipped), a new one once the first finished.
+// column (a waiting job as River's Pending option writes it), and follows
+// River's conflict rule: no second job while one is waiting or running
+// (skipped), a new one once the first finished.
 func TestInsertEventJobsIsRiversInsert(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -115,14 +117,16 @@ func TestInsertEventJobsIsRiversInsert(t *testing.T) {
 		var args, keys [][]byte
 		var maxes []int16
 		var queues []string
+		var waits []bool
 		for _, id := range events {
 			j, err := jobs.NewEventJob("mine", id, "d", 7)
 			require.NoError(t, err)
 			args, keys, maxes, queues = append(args, j.Args), append(keys, j.UniqueKey), append(maxes, j.MaxAttempts), append(queues, j.Queue)
+			waits = append(waits, strings.HasPrefix(id, "pending"))
 		}
-		sql := `WITH job AS (` + jobs.InsertEventJobsSQL(`SELECT a, m, k, q, o FROM unnest($1::jsonb[], $2::int2[], $3::bytea[], $4::text[]) WITH ORDINALITY AS u(a, m, k, q, o)`, 5) + `)
+		sql := `WITH job AS (` + jobs.InsertEventJobsSQL(`SELECT a, m, k, q, o, w FROM unnest($1::jsonb[], $2::int2[], $3::bytea[], $4::text[], $5::bool[]) WITH ORDINALITY AS u(a, m, k, q, w, o)`, 6) + `)
 			SELECT event_id, skipped FROM job`
-		rows, err := pool.Query(ctx, sql, append([]any{args, maxes, keys, queues}, jobs.EventJobParams()...)...)
+		rows, err := pool.Query(ctx, sql, append([]any{args, maxes, keys, queues, waits}, jobs.EventJobParams()...)...)
 		require.NoError(t, err)
 		skipped := map[string]bool{}
 		var id string
@@ -135,7 +139,9 @@ func TestInsertEventJobsIsRiversInsert(t *testing.T) {
 		t.Helper()
 		var params []river.InsertManyParams
 		for _, id := range events {
-			params = append(params, river.InsertManyParams{Args: jobs.EventArgs{Source: "theirs", EventID: id, Destination: "d"}, InsertOpts: jobs.InsertOptsFor(7)})
+			opts := jobs.InsertOptsFor(7)
+			opts.Pending = strings.HasPrefix(id, "pending")
+			params = append(params, river.InsertManyParams{Args: jobs.EventArgs{Source: "theirs", EventID: id, Destination: "d"}, InsertOpts: opts})
 		}
 		res, err := rc.InsertMany(ctx, params)
 		require.NoError(t, err)
@@ -145,8 +151,10 @@ func TestInsertEventJobsIsRiversInsert(t *testing.T) {
 		}
 		return skipped
 	}
-	require.Equal(t, map[string]bool{"a": false, "b": false}, insert("a", "b"))
-	require.Equal(t, map[string]bool{"a": false, "b": false}, theirs("a", "b"))
+	require.Equal(t, map[string]bool{"a": false, "b": false, "pending-c": false}, insert("a", "b", "pending-c"))
+	require.Equal(t, map[string]bool{"a": false, "b": false, "pending-c": false}, theirs("a", "b", "pending-c"))
+	require.Equal(t, map[string]bool{"pending-c": true}, insert("pending-c"), "a pending job: a duplicate")
+	require.Equal(t, map[string]bool{"pending-c": true}, theirs("pending-c"))
 	require.Equal(t, map[string]bool{"a": true}, insert("a"), "a job waiting: a duplicate")
 	require.Equal(t, map[string]bool{"a": true}, theirs("a"))
 	_, err = pool.Exec(ctx, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE args->>'event_id' = 'a'`)
@@ -161,7 +169,7 @@ func TestInsertEventJobsIsRiversInsert(t *testing.T) {
 	var row, source string
 	_, err = pgx.ForEachRow(rows, []any{&row, &source}, func() error { bySource[source] = append(bySource[source], row); return nil })
 	require.NoError(t, err)
-	require.Len(t, bySource["mine"], 3)
+	require.Len(t, bySource["mine"], 4)
 	require.Equal(t, bySource["theirs"], bySource["mine"], "every column but the times and what depends on the source (args, unique key, queue: TestEventJobMatchesRiver)")
 }
 

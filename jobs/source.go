@@ -18,6 +18,11 @@ type Source struct {
 	// Reject: a job whose destination is already completed goes to the dead
 	// set (reason duplicate) instead of being skipped.
 	Reject bool
+	// StaleSkip: an event whose ordering.by is older than one already
+	// forwarded for its ordering key completes without being forwarded
+	// (ordering.stale: skip); otherwise it is forwarded with
+	// Hookline-Stale: true.
+	StaleSkip bool
 	// Lease is the processing claim's lifetime, renewed while work runs.
 	Lease time.Duration
 	// DedupWindow is how long a completed destination stays completed.
@@ -115,10 +120,21 @@ type Event struct {
 	DeliveryID int64
 	// ReceivedAt is when that delivery was received.
 	ReceivedAt time.Time
+	// Origin is where the event came from: "webhook", or "reconcile" (found
+	// by a reconciliation run in the provider's events API).
+	Origin string
+	// OrderKey is the event's ordering key; "" when the event is unordered.
+	OrderKey string
+	// Stale: the event's ordering.by is older than that of an event of the
+	// same key already forwarded (stale: deliver forwards it all the same).
+	Stale bool
 	// rawHeaders are the stored headers as JSON, as loaded; Headers is
 	// decoded from them only for handlers (the HTTP destination does not
 	// forward them).
 	rawHeaders []byte
+	// line is the event's place in its ordering line, nil when it has none
+	// (unordered, or an operator's retry outside the order).
+	line *linePlace
 }
 
 // IdempotencyKey is "{source}:{event_id}", the same on every attempt.

@@ -32,8 +32,18 @@ func startAttemptSQL(source, eventID, dest, job, from string) string {
 		WHERE r.source = ` + source + ` AND r.event_id = ` + eventID + ` AND r.destination = ` + dest + `
 			AND d.id = r.delivery_id AND e.source = r.source AND e.event_id = r.event_id
 		RETURNING r.attempts, r.job_attempts, e.event_type, r.delivery_id, d.content_type, d.headers, d.received_at,
-			hookline_item(d.body, r.item_offset, r.item_length) AS body`
+			hookline_item(d.body, r.item_offset, r.item_length) AS body, d.origin,
+			r.order_key, r.order_seq IS NOT NULL AS in_line, r.order_by::text AS order_by, r.order_by_kind,
+			` + staleSQL + ` AS stale`
 }
+
+// staleSQL is true when the destination row r is in its ordering line and
+// its ordering.by is less than the greatest one among the line's events
+// already forwarded with a 2xx (same kind: numbers with numbers, times with
+// times). Equal is not stale; no by is never stale.
+const staleSQL = `(r.order_seq IS NOT NULL AND r.order_by IS NOT NULL AND EXISTS (SELECT 1 FROM hookline_order_keys k
+				WHERE k.source = r.source AND k.destination = r.destination AND k.key = r.order_key
+				  AND k.max_by_kind = r.order_by_kind AND k.max_by > r.order_by))`
 
 // claimStartSQL wraps idem's claim statement (parameters $1..$n; one row
 // iff the claim was taken) so that the attempt is counted and the payload
@@ -45,7 +55,8 @@ func claimStartSQL(claimSQL string, n int) string {
 	return `WITH claim AS (` + claimSQL + `),
 	ev AS (` + startAttemptSQL(param(n, 1), param(n, 2), param(n, 3), param(n, 4), ", claim") + `)
 	SELECT claim.token, claim.expires_at, ev.attempts, COALESCE(ev.job_attempts, 0), ev.event_type, ev.delivery_id,
-		ev.content_type, ev.headers, ev.received_at, ev.body
+		ev.content_type, ev.headers, ev.received_at, ev.body, ev.origin, ev.order_key, COALESCE(ev.in_line, false),
+		ev.order_by, ev.order_by_kind, COALESCE(ev.stale, false)
 	FROM claim LEFT JOIN ev ON true`
 }
 
@@ -53,7 +64,8 @@ func claimStartSQL(claimSQL string, n int) string {
 // statement of the same transaction: source $1, event_id $2, destination
 // $3, job id $4.
 var startSQL = `WITH ev AS (` + startAttemptSQL("$1", "$2", "$3", "$4", "") + `)
-	SELECT attempts, job_attempts, event_type, delivery_id, content_type, headers, received_at, body FROM ev`
+	SELECT attempts, job_attempts, event_type, delivery_id, content_type, headers, received_at, body, origin,
+		order_key, in_line, order_by, order_by_kind, stale FROM ev`
 
 // attemptLogSQL records an attempt's outcome: source, event_id,
 // destination, then n, status, duration (ms) and error at $p.. $p+3; from
@@ -88,13 +100,15 @@ func attemptLogSQL(source, eventID, dest string, p int, from string) string {
 // update joins the claim, so nothing is locked unless the claim was ours.
 //
 // Parameters after idem's: source, event_id, destination, dedup window
-// (µs), job id, then the attempt's n, status, duration (ms) and error.
+// (µs), job id, then the attempt's n, status, duration (ms) and error, then
+// why it was not forwarded (skipped: 'stale', or NULL).
 func completeSQL(claimSQL string, n int) string {
 	src, id, dest := param(n, 1), param(n, 2), param(n, 3)
 	return `WITH claim AS (` + claimSQL + `),
 	ev AS (
 		UPDATE hookline_event_destinations r SET state = 'completed', completed_at = now(),
-			dedup_until = now() + ` + param(n, 4) + `::bigint * interval '1 microsecond', last_error = NULL
+			dedup_until = now() + ` + param(n, 4) + `::bigint * interval '1 microsecond', last_error = NULL,
+			skipped = ` + param(n, 10) + `::text
 		FROM claim WHERE r.source = ` + src + ` AND r.event_id = ` + id + ` AND r.destination = ` + dest + `
 		RETURNING 1),
 	att AS (` + attemptLogSQL(src, id, dest, n+6, " FROM claim") + `),
@@ -111,13 +125,23 @@ func completeSQL(claimSQL string, n int) string {
 	SELECT count(*) FROM claim`
 }
 
+// deleteEarlierDeathSQL deletes the dead items of reason failed of an
+// event's destination (SQL expressions): a destination that dies again (a
+// provider's re-delivery of a dead event failed as well) keeps one such
+// item, the newest. Items of reason duplicate are each a delivery and stay.
+func deleteEarlierDeathSQL(source, eventID, destination string) string {
+	return `DELETE FROM hookline_dead WHERE source = ` + source + ` AND event_id = ` + eventID +
+		` AND destination = ` + destination + ` AND reason = 'failed'`
+}
+
 // deadFromEventSQL moves a waiting destination of an event to the dead set
 // (reason failed, last error $4), copying its stored payload (empty if
 // retention pruned it). Source $1, event_id $2, destination $3.
-const deadFromEventSQL = `WITH r AS (
+var deadFromEventSQL = `WITH r AS (
 		UPDATE hookline_event_destinations SET state = 'dead', last_error = $4
 		WHERE source = $1 AND event_id = $2 AND destination = $3 AND state = 'queued'
 		RETURNING source, event_id, destination, attempts, delivery_id, item_offset, item_length)
+	, earlier AS (` + deleteEarlierDeathSQL("$1", "$2", "$3") + ` AND EXISTS (SELECT 1 FROM r))
 	INSERT INTO hookline_dead (source, event_id, destination, event_type, reason, attempts, last_error, delivery_id, content_type, headers, payload)
 	SELECT r.source, r.event_id, r.destination, COALESCE(e.event_type, ''), 'failed', r.attempts, $4, r.delivery_id,
 		COALESCE(d.content_type, ''), COALESCE(d.headers, '{}'), COALESCE(hookline_item(d.body, r.item_offset, r.item_length), '')
@@ -142,7 +166,7 @@ var stmt = struct {
 	deadDuplicate string
 
 	// Clean-up.
-	pruneDeliveries, pruneContentKeys, pruneAttempts string
+	pruneDeliveries, pruneContentKeys, pruneAttempts, pruneLines string
 
 	// Dead set.
 	deadItemColumns, getDeadItem, deleteDeadItem, lockDeadItem, requeueDeadItem, restartBudget string
@@ -162,7 +186,8 @@ var stmt = struct {
 	markDead: `WITH r AS (
 			UPDATE hookline_event_destinations SET state = 'dead', last_error = $4
 			WHERE source = $1 AND event_id = $2 AND destination = $3),
-		att AS (` + attemptLogSQL("$1", "$2", "$3", 5, "") + `)
+		att AS (` + attemptLogSQL("$1", "$2", "$3", 5, "") + `),
+		earlier AS (` + deleteEarlierDeathSQL("$1", "$2", "$3") + `)
 		INSERT INTO hookline_dead (source, event_id, destination, event_type, reason, attempts, last_error, delivery_id, content_type, headers, payload)
 		VALUES ($1, $2, $3, $9, 'failed', $5, $4, $10, $11, $12, $13)`,
 	deadUnclaimed:     deadFromEventSQL,
@@ -185,6 +210,14 @@ var stmt = struct {
 			WHERE d.received_at < now() - $1::bigint * interval '1 microsecond'
 			  AND NOT EXISTS (SELECT 1 FROM hookline_event_destinations r WHERE r.delivery_id = d.id AND r.state <> 'completed')
 			LIMIT 1000)`,
+	// Ordering lines with nothing waiting that have not moved for $1 µs
+	// (their greatest ordering.by is forgotten). The conditions on k are
+	// checked again on a row an ingest transaction changed meanwhile.
+	pruneLines: `DELETE FROM hookline_order_keys k USING (
+			SELECT source, destination, key FROM hookline_order_keys
+			WHERE done_seq = last_seq AND updated_at < now() - $1::bigint * interval '1 microsecond' LIMIT 1000) c
+		WHERE k.source = c.source AND k.destination = c.destination AND k.key = c.key
+		  AND k.done_seq = k.last_seq AND k.updated_at < now() - $1::bigint * interval '1 microsecond'`,
 	pruneContentKeys: `DELETE FROM hookline_content_keys WHERE (source, content_key) IN (
 			SELECT source, content_key FROM hookline_content_keys WHERE expires_at < now() LIMIT 1000)`,
 	pruneAttempts: `DELETE FROM hookline_attempts WHERE id IN (
@@ -226,16 +259,21 @@ var stmt = struct {
 			item_length  = NULL,
 			queued_at    = now(),
 			completed_at = NULL,
-			dedup_until  = NULL`,
+			dedup_until  = NULL,
+			order_seq    = NULL,
+			skipped      = NULL`,
 	restartBudget: `UPDATE hookline_event_destinations SET job_attempts = 0 WHERE source = $1 AND event_id = $2 AND destination = $3`,
 
-	lookupEvent: `SELECT source, event_id, event_type, state, deliveries, attempts, first_received_at, completed_at
-		FROM hookline_event_states WHERE source = $1 AND event_id = $2`,
+	lookupEvent: `SELECT e.source, e.event_id, e.event_type, e.state, e.deliveries, e.attempts, e.first_received_at, e.completed_at,
+			COALESCE(d.origin, 'webhook')
+		FROM hookline_event_states e LEFT JOIN hookline_deliveries d ON d.id = e.delivery_id
+		WHERE e.source = $1 AND e.event_id = $2`,
 	lookupDestinations: `SELECT r.destination, r.state, r.attempts, r.last_error, r.completed_at,
 			COALESCE((SELECT c.state = 'processing' AND c.expires_at > now() FROM ` + ClaimsTable + ` c
 				WHERE c.key = $3 || r.destination || ':' || r.event_id), false),
 			(SELECT x.id FROM hookline_dead x WHERE x.source = r.source AND x.event_id = r.event_id AND x.destination = r.destination
-			 ORDER BY x.reason = 'failed' DESC, x.dead_at DESC, x.id DESC LIMIT 1)
+			 ORDER BY x.reason = 'failed' DESC, x.dead_at DESC, x.id DESC LIMIT 1),
+			COALESCE(r.order_key, ''), COALESCE(r.skipped, '')
 		FROM hookline_event_destinations r WHERE r.source = $1 AND r.event_id = $2 ORDER BY r.destination`,
 	lookupAttempts: `SELECT n, destination, at, status, duration_ms, error FROM hookline_attempts
 		WHERE source = $1 AND event_id = $2 ORDER BY at, id LIMIT 1000`,
@@ -248,15 +286,20 @@ var stmt = struct {
 // ago), those without an active job, then one row for the window's last
 // one (the next cursor) with the window's size. The anti-join is in a WHERE
 // so that PostgreSQL probes the job table's args index per row.
+//
+// A destination with a place in an ordering line answers its key
+// (line_key): its job is re-enqueued pending, and the line advanced, which
+// wakes it if it is the head.
 var strandedSQL = `WITH cand AS MATERIALIZED (
-		SELECT r.source, r.event_id, r.destination, r.queued_at FROM hookline_event_destinations r
+		SELECT r.source, r.event_id, r.destination, r.queued_at, CASE WHEN r.order_seq IS NOT NULL THEN r.order_key END AS line_key
+		FROM hookline_event_destinations r
 		WHERE r.state = 'queued' AND r.queued_at < now() - $1::bigint * interval '1 microsecond'
 		  AND (r.queued_at, r.source, r.event_id, r.destination) > ($2::timestamptz, $3::text, $4::text, $5::text)
 		ORDER BY r.queued_at, r.source, r.event_id, r.destination LIMIT $6)
-	SELECT c.source, c.event_id, c.destination, c.queued_at, false AS last, 0::bigint AS seen FROM cand c
+	SELECT c.source, c.event_id, c.destination, c.queued_at, c.line_key, false AS last, 0::bigint AS seen FROM cand c
 	WHERE NOT ` + hasActiveJobSQL("c.source", "c.event_id", "c.destination") + `
 	UNION ALL
-	SELECT * FROM (SELECT source, event_id, destination, queued_at, true, count(*) OVER () FROM cand
+	SELECT * FROM (SELECT source, event_id, destination, queued_at, NULL::text, true, count(*) OVER () FROM cand
 		ORDER BY queued_at DESC, source DESC, event_id DESC, destination DESC LIMIT 1) l`
 
 // The dead set's statements over a filter: where is DeadFilter.where's
@@ -289,3 +332,57 @@ func bulkDeleteSQL(where string) string {
 		SELECT id FROM hookline_dead WHERE id <= $1 AND ` + where + `
 		ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)`
 }
+
+// Ordering lines (hookline_order_keys; ordering.go). Every statement that
+// ends an event's place in a line runs in a transaction that first locks
+// the line's row (lockLineSQL) and last moves the line on
+// (advanceLineSQL): the lock waits for any ingest transaction adding to
+// the line, so the advance, a later statement with a fresh snapshot, sees
+// every place given so far.
+
+// lockLineSQL locks a line's row: source $1, destination $2, key $3.
+const lockLineSQL = `SELECT 1 FROM hookline_order_keys WHERE source = $1 AND destination = $2 AND key = $3 FOR UPDATE`
+
+// advanceLineSQL moves a line (source $1, destination $2, key $3) on:
+// done_seq becomes the place before the first one still queued (every
+// place when none is), and the job of the place after it, the new head, if
+// it waits (pending), becomes available, with River's insert notification
+// to wake a worker. When event $4 was forwarded with a 2xx in this very
+// transaction (completed at now(), not skipped), its ordering.by ($5, a
+// decimal, of kind $6) raises the line's greatest by. It answers the
+// number of jobs made available (0 or 1).
+var advanceLineSQL = `WITH line AS (
+		UPDATE hookline_order_keys k SET
+			done_seq = COALESCE((SELECT min(r.order_seq) - 1 FROM hookline_event_destinations r
+				WHERE r.source = k.source AND r.destination = k.destination AND r.order_key = k.key
+				  AND r.state = 'queued' AND r.order_seq IS NOT NULL), k.last_seq),
+			max_by      = CASE WHEN ` + raisesBySQL + ` THEN $5::numeric ELSE k.max_by END,
+			max_by_kind = CASE WHEN ` + raisesBySQL + ` THEN $6::text ELSE k.max_by_kind END,
+			updated_at  = now()
+		WHERE k.source = $1 AND k.destination = $2 AND k.key = $3
+		RETURNING k.done_seq),
+	head AS (
+		SELECT r.event_id FROM hookline_event_destinations r, line
+		WHERE r.source = $1 AND r.destination = $2 AND r.order_key = $3 AND r.order_seq = line.done_seq + 1 AND r.state = 'queued'),
+	woke AS (` + wakePendingJobSQL("$1", "(SELECT event_id FROM head)", "$2") + `)
+	SELECT count(*) FROM (SELECT ` + notifyQueueSQL("woke.queue") + ` FROM woke) n`
+
+// raisesBySQL: event $4's by ($5, kind $6) was forwarded in this
+// transaction and is greater than the line's (or the line has none).
+const raisesBySQL = `($5::numeric IS NOT NULL AND (k.max_by IS NULL OR (k.max_by_kind = $6::text AND $5::numeric > k.max_by))
+				AND EXISTS (SELECT 1 FROM hookline_event_destinations r
+					WHERE r.source = $1 AND r.event_id = $4 AND r.destination = $2 AND r.state = 'completed'
+					  AND r.completed_at = now() AND r.skipped IS NULL))`
+
+// lineOfSQL is the line a destination row holds a place in (source $1,
+// event_id $2, destination $3): its key, or no row.
+const lineOfSQL = `SELECT order_key FROM hookline_event_destinations
+	WHERE source = $1 AND event_id = $2 AND destination = $3 AND order_seq IS NOT NULL`
+
+// behindLinesSQL lists up to $2 lines with places not yet ended that have
+// not moved for $1 µs, least recently moved first: the clean-up advances
+// them, which repairs a line whose advance was lost and wakes a head whose
+// job waits.
+const behindLinesSQL = `SELECT source, destination, key FROM hookline_order_keys
+	WHERE done_seq < last_seq AND updated_at < now() - $1::bigint * interval '1 microsecond'
+	ORDER BY updated_at LIMIT $2`

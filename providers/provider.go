@@ -94,8 +94,30 @@ type Splitter interface {
 // Responder is the optional ability to answer a provider-mandated handshake
 // (Slack url_verification) without storing or forwarding the delivery. It is
 // called after Verify succeeds. handled=false means "process normally".
+// The answer's Content-Type is ResponseContentType's.
 type Responder interface {
 	Respond(r *Request) (status int, body []byte, handled bool)
+}
+
+// ResponseContentTyper is the optional ability of a Responder to answer
+// with a media type other than JSON: Twitch expects its challenge back as
+// text/plain.
+type ResponseContentTyper interface {
+	// ResponseContentType is the Content-Type of every Respond answer;
+	// "" means application/json.
+	ResponseContentType() string
+}
+
+// ResponseContentType is the Content-Type ingest writes a Respond answer
+// of r with: r's own when it is a ResponseContentTyper naming one, else
+// application/json. Never empty.
+func ResponseContentType(r Responder) string {
+	if t, ok := r.(ResponseContentTyper); ok {
+		if ct := t.ResponseContentType(); ct != "" {
+			return ct
+		}
+	}
+	return "application/json"
 }
 
 // GetResponder is the optional ability to answer a provider's GET

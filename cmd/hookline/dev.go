@@ -102,6 +102,7 @@ sources:
 hookline dev is ready
   webhooks:  POST http://%[1]s/webhooks/demo   (provider stripe)
   demo secret: %[2]s
+  console:   http://%[1]s/admin/ui/   (log in with the admin token)
   admin token: %[3]s   (curl -H 'Authorization: Bearer %[3]s' http://%[1]s/admin/dead)
   metrics:   http://%[1]s/metrics
   config:    %[4]s

@@ -13,6 +13,7 @@
 //	hookline providers
 //	hookline dead    list|show|retry|delete ...
 //	hookline destinations list|pause|resume ...
+//	hookline reconcile --source NAME
 //
 // --config defaults to $HOOKLINE_CONFIG, then ./hookline.yaml. A bad
 // configuration exits with code 2 and names the field.
@@ -41,6 +42,7 @@ Commands:
   providers  list the provider adapters
   dead       list | show | retry | delete dead items through the admin API
   destinations list | pause | resume destinations through the admin API
+  reconcile  fetch the events a provider never delivered (--source), through the admin API
 
 Run 'hookline COMMAND -h' for a command's flags.
 `
@@ -94,6 +96,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDead(args[1:], stdout, stderr)
 	case "destinations":
 		return cmdDestinations(args[1:], stdout, stderr)
+	case "reconcile":
+		return cmdReconcile(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

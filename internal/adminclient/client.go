@@ -260,6 +260,29 @@ func (c *Client) ResumeDestination(ctx context.Context, source, name string) err
 	return err
 }
 
+// ReconcileResult is a reconciliation run's outcome.
+type ReconcileResult struct {
+	Checked int `json:"checked"` // events the provider listed within the lookback
+	Missing int `json:"missing"` // events the run stored (hookline had never accepted them)
+}
+
+// reconcileTimeout bounds waiting for one on-demand run (the server bounds
+// the run itself to 15 minutes).
+const reconcileTimeout = 20 * time.Minute
+
+// Reconcile runs one reconciliation of source now and returns once its
+// missing events are stored. raw is the answer as received (for --json);
+// a failing provider is an *APIError of status 502.
+func (c *Client) Reconcile(ctx context.Context, source string) (*ReconcileResult, []byte, error) {
+	cc := *c
+	if cc.HTTP == nil {
+		cc.HTTP = &http.Client{Timeout: reconcileTimeout}
+	}
+	r := &ReconcileResult{}
+	raw, err := cc.do(ctx, http.MethodPost, "/admin/sources/"+url.PathEscape(source)+"/reconcile", nil, r)
+	return r, raw, err
+}
+
 // destinationPath is the path of one destination, each segment escaped.
 func destinationPath(source, name string) string {
 	return "/admin/destinations/" + url.PathEscape(source) + "/" + url.PathEscape(name)

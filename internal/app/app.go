@@ -29,6 +29,7 @@ import (
 	"github.com/hookline/hookline/internal/alert"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/metrics"
+	"github.com/hookline/hookline/internal/reconcile"
 	"github.com/hookline/hookline/jobs"
 	"github.com/hookline/hookline/migrations"
 )
@@ -78,13 +79,14 @@ type App struct {
 	Registry *prometheus.Registry
 	Log      *slog.Logger
 
-	opts     Options
-	admin    *echo.Echo // separate admin router when admin_listen is set
-	stopUI   context.CancelFunc
-	migrated atomic.Bool
-	servers  []*http.Server
-	addrs    []net.Addr
-	mu       sync.Mutex
+	opts       Options
+	reconciler *reconcile.Runner // nil: no source reconciles
+	admin      *echo.Echo        // separate admin router when admin_listen is set
+	stopUI     context.CancelFunc
+	migrated   atomic.Bool
+	servers    []*http.Server
+	addrs      []net.Addr
+	mu         sync.Mutex
 }
 
 // NewPool opens the Postgres pool described by cfg, with short connect
@@ -172,6 +174,9 @@ func (a *App) build(ctx context.Context) error {
 	if opts.Mount != nil {
 		opts.Mount(a.Ingest)
 	}
+	if err := a.buildReconciler(); err != nil {
+		return err
+	}
 	// The collectors that query the database run one set at a time and are
 	// reused for a few seconds: /metrics is unauthenticated.
 	a.Registry.MustRegister(metrics.NewDatabaseCollector(jobs.Stats{Pool: a.Pool, Destinations: a.destinationNames()}, opts.Logger, metrics.DatabaseTTL))
@@ -192,6 +197,11 @@ func (a *App) sources() ([]*ingest.Source, []*jobs.Source, error) {
 			EventIDName: s.EventID, EventTypeName: s.EventType, DedupWindow: s.DedupWindow.D(),
 			OnDuplicate: onDup, MaxConcurrency: s.MaxConcurrency}
 		js := &jobs.Source{Name: s.Name, Reject: onDup == ingest.OnDuplicateReject, Lease: s.Lease.D(), DedupWindow: s.DedupWindow.D()}
+		if o := s.Ordering; o != nil {
+			key, by := o.Resolvers()
+			in.Ordering = &ingest.Ordering{Key: key, By: by, KeyName: o.Key}
+			js.StaleSkip = o.Stale == "skip"
+		}
 		for _, d := range s.Destinations {
 			in.Destinations = append(in.Destinations, ingest.Destination{Name: d.Name, Match: d.Matcher().Match, MaxAttempts: d.MaxAttempts})
 			t, err := a.target(s, d)
@@ -275,6 +285,7 @@ func (a *App) mountAdmin(metricsOnAdmin bool) error {
 			n, ok := maxAttempts[[2]string{source, destination}]
 			return n, ok
 		},
+		Reconcile: a.reconcileNow,
 	})
 }
 
@@ -376,6 +387,9 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 			return fmt.Errorf("start workers: %w", err)
 		}
 	}
+	if a.reconciler != nil {
+		a.reconciler.Start(ctx) // periodic runs; each instance takes its turn through the database
+	}
 	errc := make(chan error, len(nls))
 	for i, nl := range nls {
 		srv := a.servers[i]
@@ -419,6 +433,9 @@ func (a *App) shutdown() {
 			_ = a.River.StopAndCancel(hard)
 			cancel()
 		}
+	}
+	if a.reconciler != nil {
+		a.reconciler.Wait() // Run's context is done: periodic runs stop
 	}
 	a.stopUI()
 	a.Pool.Close()

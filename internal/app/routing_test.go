@@ -470,3 +470,32 @@ func destinationItem(t *testing.T, base, source, name string) map[string]any {
 	t.Fatalf("no destination %s/%s in %v", source, name, list)
 	return nil
 }
+
+// A provider's re-delivery of a dead event runs it again; if it dies again,
+// the dead set keeps one item for it (the newest), not one per death.
+func TestDyingAgainKeepsOneDeadItem(t *testing.T) {
+	t.Parallel()
+	dest := newHits(t, func(*http.Request, int) int { return http.StatusInternalServerError })
+	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+database_url: %q
+admin_token: %s
+sources:
+  - name: s
+    provider: stripe
+    secrets: [%q]
+    destination: {url: %q, max_attempts: 1}
+`, pgtest.NewURL(t), hostileToken, stripeSecret, dest.URL)
+	ip := startApp(t, cfg, app.Options{})
+	for round := 1; round <= 2; round++ {
+		a := postTyped(t, ip.url(0), "s", "evt_dies_twice", "charge.failed", true)
+		require.Equal(t, http.StatusOK, a.Status, a.Body)
+		require.Contains(t, a.Body, `"accepted"`, "round %d: a dead event's re-delivery runs again", round)
+		ev := eventState(t, ip.url(0), "s", "evt_dies_twice", 30*time.Second, "dead")
+		require.EqualValues(t, round, ev["attempts"])
+	}
+	code, list := adminGet(t, ip.url(0), "/admin/dead?source=s")
+	require.Equal(t, http.StatusOK, code)
+	items := list["items"].([]any)
+	require.Len(t, items, 1, "one dead item per dead destination: %v", items)
+	require.EqualValues(t, 2, items[0].(map[string]any)["attempts"])
+}

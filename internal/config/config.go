@@ -25,6 +25,7 @@ import (
 
 	"github.com/hookline/hookline/internal/alert"
 	"github.com/hookline/hookline/internal/defaults"
+	"github.com/hookline/hookline/internal/reconcile"
 	"github.com/hookline/hookline/internal/route"
 	"github.com/hookline/hookline/providers"
 	"github.com/hookline/hookline/providers/standardwebhooks"
@@ -52,6 +53,7 @@ const (
 	DefaultMaxPendingBytes   = defaults.MaxPendingBytes
 	DefaultPoolSize          = defaults.PoolSize
 	DefaultDeliveryRetention = defaults.DeliveryRetention
+	DefaultReconcileLookback = defaults.ReconcileLookback
 )
 
 // Duration is a time.Duration written as a Go duration ("30s", "5m",
@@ -188,6 +190,11 @@ type Source struct {
 	// every destination, a single one named "default".
 	Destination  *Destination   `yaml:"destination"`
 	Destinations []*Destination `yaml:"destinations"`
+	// Ordering serialises, per destination, the events that share a key.
+	Ordering *Ordering `yaml:"ordering"`
+	// Reconcile lists the provider's events and stores those never
+	// delivered.
+	Reconcile *Reconcile `yaml:"reconcile"`
 	// Settings holds the provider-specific block (`paypal: {...}`).
 	Settings map[string]yaml.Node `yaml:",inline"`
 
@@ -219,6 +226,33 @@ type Destination struct {
 
 	ratePerSecond float64
 	matcher       *route.Matcher
+}
+
+// Ordering is a source's per-key ordering.
+type Ordering struct {
+	// Key resolves the ordering key (a key resolver); events whose key
+	// resolves to nothing are unordered.
+	Key string `yaml:"key"`
+	// By resolves the provider's time or sequence (a number or an RFC 3339
+	// time); optional. With it, an event older than one already forwarded
+	// for its key is stale.
+	By string `yaml:"by"`
+	// Stale is what happens to a stale event: deliver (with
+	// Hookline-Stale: true; the default) or skip.
+	Stale string `yaml:"stale"`
+
+	key, by providers.KeyResolver
+}
+
+// Resolvers returns the parsed key and by resolvers (by is nil when unset).
+func (o *Ordering) Resolvers() (key, by providers.KeyResolver) { return o.key, o.by }
+
+// Reconcile is a source's reconciliation against its provider's events API.
+type Reconcile struct {
+	Every    Duration `yaml:"every"`    // how often; 0: only on demand
+	Lookback Duration `yaml:"lookback"` // how far back a run looks (default 72h)
+	APIKey   string   `yaml:"api_key"`  // read-only access to the provider's events
+	APIURL   string   `yaml:"api_url"`  // default: the provider's production API
 }
 
 // Alert sends operator alerts to a Slack-compatible incoming webhook.
@@ -487,7 +521,7 @@ func (s *Source) validate(p string) error {
 	if err != nil {
 		return err
 	}
-	for _, step := range []func(string) error{s.validateTiming, s.validateResolvers, s.validateDestinations} {
+	for _, step := range []func(string) error{s.validateTiming, s.validateResolvers, s.validateDestinations, s.validateOrdering, s.validateReconcile} {
 		if err := step(p); err != nil {
 			return err
 		}
@@ -566,6 +600,75 @@ func (s *Source) validateResolvers(p string) error {
 		if s.evType, err = providers.ParseKeyResolver(s.EventType); err != nil {
 			return field(p+".event_type", "%v", err)
 		}
+	}
+	return nil
+}
+
+// validateOrdering checks ordering: a key resolver, an optional by
+// resolver, stale deliver or skip.
+func (s *Source) validateOrdering(p string) error {
+	o := s.Ordering
+	if o == nil {
+		return nil
+	}
+	p += ".ordering"
+	var err error
+	if o.Key == "" {
+		return field(p+".key", "required: a key resolver (json:path, header:NAME or form:FIELD) naming what orders events, e.g. json:data.object.id")
+	}
+	if o.key, err = providers.ParseKeyResolver(o.Key); err != nil {
+		return field(p+".key", "%v", err)
+	}
+	if o.By != "" {
+		if o.by, err = providers.ParseKeyResolver(o.By); err != nil {
+			return field(p+".by", "%v", err)
+		}
+	}
+	switch o.Stale {
+	case "":
+		o.Stale = "deliver"
+	case "deliver", "skip":
+		if o.Stale == "skip" && o.By == "" {
+			return field(p+".stale", "skip needs ordering.by: without it no event is ever stale")
+		}
+	default:
+		return field(p+".stale", "%q: want deliver or skip", o.Stale)
+	}
+	return nil
+}
+
+// validateReconcile checks reconcile: a provider with an events API, an API
+// key, positive durations and an http(s) api_url.
+func (s *Source) validateReconcile(p string) error {
+	r := s.Reconcile
+	if r == nil {
+		return nil
+	}
+	p += ".reconcile"
+	def, ok := reconcile.DefaultAPIURL(s.Provider)
+	if !ok {
+		return field(p, "provider %s has no events API hookline can list (reconcile supports: %s)", s.Provider, strings.Join(reconcile.Providers(), ", "))
+	}
+	if strings.TrimSpace(r.APIKey) == "" {
+		return field(p+".api_key", "required: an API key with read access to the provider's events (is the environment variable set?)")
+	}
+	if r.Every < 0 {
+		return field(p+".every", "must not be negative (absent: only on demand)")
+	}
+	if r.Lookback == 0 {
+		r.Lookback = Duration(DefaultReconcileLookback)
+	}
+	if r.Lookback < 0 {
+		return field(p+".lookback", "must be positive")
+	}
+	if r.APIURL == "" {
+		r.APIURL = def
+	}
+	if u, err := url.Parse(r.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return field(p+".api_url", "%q: want an http(s) URL", r.APIURL)
+	}
+	if s.EventID != "" && !strings.HasPrefix(s.EventID, "json:") {
+		return field(p, "event_id %q cannot be read from an event the API lists (no headers); use a json: resolver or the provider's default", s.EventID)
 	}
 	return nil
 }

@@ -478,3 +478,53 @@ func TestAlerts(t *testing.T) {
 	_, err = config.Parse([]byte(base+"alerts:\n  - {url: \"${SLACK_URL}\"}\n"), env(nil))
 	require.Equal(t, "alerts[0].url", fieldError(t, err).Path, "an unset variable in a URL")
 }
+
+func TestOrdering(t *testing.T) {
+	t.Parallel()
+	base := "database_url: x\nsources:\n  - name: s\n    provider: stripe\n    secrets: [s]\n"
+	c, err := config.Parse([]byte(base+"    ordering: {key: \"json:data.object.id\", by: \"json:created\"}\n"), env(nil))
+	require.NoError(t, err)
+	o := c.Sources[0].Ordering
+	require.Equal(t, "deliver", o.Stale, "the default")
+	key, by := o.Resolvers()
+	require.NotNil(t, key)
+	require.NotNil(t, by)
+
+	for _, tc := range []struct{ yaml, path string }{
+		{"    ordering: {by: \"json:created\"}\n", "sources[0].ordering.key"},
+		{"    ordering: {key: \"xml:id\"}\n", "sources[0].ordering.key"},
+		{"    ordering: {key: \"json:id\", by: \"nope\"}\n", "sources[0].ordering.by"},
+		{"    ordering: {key: \"json:id\", stale: drop}\n", "sources[0].ordering.stale"},
+		{"    ordering: {key: \"json:id\", stale: skip}\n", "sources[0].ordering.stale"},
+	} {
+		_, err := config.Parse([]byte(base+tc.yaml), env(nil))
+		require.Equal(t, tc.path, fieldError(t, err).Path, tc.yaml)
+	}
+}
+
+func TestReconcile(t *testing.T) {
+	t.Parallel()
+	base := "database_url: x\nsources:\n  - name: s\n    provider: stripe\n    secrets: [s]\n"
+	c, err := config.Parse([]byte(base+"    reconcile: {api_key: \"${STRIPE_API_KEY}\", every: 10m}\n"), env(map[string]string{"STRIPE_API_KEY": "rk_test_1"}))
+	require.NoError(t, err)
+	r := c.Sources[0].Reconcile
+	require.Equal(t, 72*time.Hour, r.Lookback.D(), "the default")
+	require.Equal(t, "https://api.stripe.com", r.APIURL, "the provider's default")
+	require.Equal(t, "rk_test_1", r.APIKey)
+
+	for _, tc := range []struct{ yaml, path string }{
+		{"    reconcile: {api_key: \"${STRIPE_API_KEY}\"}\n", "sources[0].reconcile.api_key"},
+		{"    reconcile: {every: 10m}\n", "sources[0].reconcile.api_key"},
+		{"    reconcile: {api_key: k, lookback: -1h}\n", "sources[0].reconcile.lookback"},
+		{"    reconcile: {api_key: k, every: -1h}\n", "sources[0].reconcile.every"},
+		{"    reconcile: {api_key: k, api_url: \"ftp://x\"}\n", "sources[0].reconcile.api_url"},
+		{"    event_id: \"header:X-Id\"\n    reconcile: {api_key: k}\n", "sources[0].reconcile"},
+	} {
+		_, err := config.Parse([]byte(base+tc.yaml), env(nil))
+		require.Equal(t, tc.path, fieldError(t, err).Path, tc.yaml)
+	}
+	_, err = config.Parse([]byte("database_url: x\nsources:\n  - name: g\n    provider: github\n    secrets: [s]\n    reconcile: {api_key: k}\n"), env(nil))
+	fe := fieldError(t, err)
+	require.Equal(t, "sources[0].reconcile", fe.Path)
+	require.Contains(t, fe.Msg, "stripe", "names the providers that can be reconciled")
+}

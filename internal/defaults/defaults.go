@@ -40,6 +40,9 @@ const (
 	BackoffMax     = time.Hour
 )
 
+// Reconciliation.
+const ReconcileLookback = 72 * time.Hour
+
 // Clean-up.
 const (
 	DeliveryRetention = 7 * 24 * time.Hour

@@ -33,6 +33,7 @@ type Metrics struct {
 	RedeliveryGap *prometheus.HistogramVec // source: time between first and repeated delivery
 	ClaimHold     *prometheus.HistogramVec // source: how long a claim was held
 	DestSeconds   *prometheus.HistogramVec // source
+	Reconciled    *prometheus.CounterVec   // source
 }
 
 // NewRegistry returns a registry with the Go runtime and process
@@ -88,6 +89,10 @@ func For(reg prometheus.Registerer) *Metrics {
 			Name:    "hookline_destination_seconds",
 			Help:    "Destination request duration.",
 			Buckets: prometheus.DefBuckets,
+		}, []string{"source"})),
+		Reconciled: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookline_reconciled_total",
+			Help: "Events a reconciliation run found in the provider's events API, never accepted by hookline, and stored.",
 		}, []string{"source"})),
 	}
 }

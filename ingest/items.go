@@ -1,0 +1,152 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/hookline/hookline/providers"
+)
+
+// Items: events that reach hookline other than as a webhook delivery (a
+// reconciliation run finds them in the provider's events API). They are
+// stored through the same path as a verified delivery — resolution,
+// routing, ordering, the group committer's dedupe — so an item and a
+// webhook of the same event are one event, whichever commits first.
+
+// Item is one event body, as the provider's API gave it (the same JSON a
+// webhook carries for the event, or a batch webhook's item), with the type
+// the API names (used when the source's resolution finds none).
+type Item struct {
+	Body []byte
+	Type string
+}
+
+// itemsQuery reports which (source, event_id) hookline has ever accepted.
+const itemsQuery = `SELECT e.event_id FROM hookline_events e WHERE e.source = $1 AND e.event_id = ANY($2::text[])`
+
+// itemEvent resolves an item as a delivery of source would be: the
+// source's event_id and event_type resolvers where configured, else the
+// provider's (a batch provider's item-level default id).
+func itemEvent(src *Source, it Item) (DeliveryEvent, error) {
+	pr := &providers.Request{Body: it.Body, Header: http.Header{"Content-Type": {"application/json"}}}
+	var ev providers.Event
+	var err error
+	if _, batch := src.Provider.(providers.Splitter); batch && src.EventID == nil {
+		ev, err = itemDefaultID(src, pr)
+	} else {
+		ev, err = resolveOne(src, pr)
+	}
+	if err != nil {
+		return DeliveryEvent{}, err
+	}
+	if src.EventType != nil {
+		if ev.Type, err = src.EventType(pr); err != nil {
+			return DeliveryEvent{}, err
+		}
+	}
+	if ev.Type == "" {
+		ev.Type = it.Type
+	}
+	if err := checkEvent(src, ev, false); err != nil {
+		return DeliveryEvent{}, err
+	}
+	de := DeliveryEvent{ID: ev.ID, Type: ev.Type, Length: -1, Matched: match(src, ev.Type, it.Body)}
+	return de, orderEvent(src.Ordering, pr, &de)
+}
+
+// itemDefaultID resolves the id of a batch provider's item with the
+// provider's documented default (relative to the item).
+func itemDefaultID(src *Source, pr *providers.Request) (providers.Event, error) {
+	d, ok := src.Provider.(providers.Describer)
+	if !ok {
+		return providers.Event{}, fmt.Errorf("source %s: the provider names no default event id; configure event_id", src.Name)
+	}
+	resolve, err := providers.ParseKeyResolver(d.Describe().DefaultEventID)
+	if err != nil {
+		return providers.Event{}, fmt.Errorf("source %s: the provider's default event id cannot read an item (%v); configure event_id", src.Name, err)
+	}
+	id, err := resolve(pr)
+	return providers.Event{ID: id}, err
+}
+
+// Accepted reports, per item, whether hookline has ever accepted its event
+// (in any state). An item whose event id cannot be resolved is an error
+// naming it.
+func (s *Server) Accepted(ctx context.Context, source string, items []Item) ([]bool, error) {
+	src, ok := s.sources[source]
+	if !ok {
+		return nil, fmt.Errorf("ingest: unknown source %q", source)
+	}
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ev, err := itemEvent(src, it)
+		if err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+		ids[i] = ev.ID
+	}
+	rows, err := s.cfg.Pool.Query(ctx, itemsQuery, source, ids)
+	if err != nil {
+		return nil, fmt.Errorf("look up events: %w", err)
+	}
+	defer rows.Close()
+	known := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		known[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("look up events: %w", err)
+	}
+	out := make([]bool, len(items))
+	for i, id := range ids {
+		out[i] = known[id]
+	}
+	return out, nil
+}
+
+// StoreItems stores items of source, in the order given, each as a
+// delivery of origin (OriginReconcile) through the ingest path: each is
+// committed before the next is submitted, so ordered keys see them in the
+// order given. It returns each item's result (accepted, or a duplicate of
+// an event already accepted); on an error, the items before it stay stored.
+func (s *Server) StoreItems(ctx context.Context, source string, items []Item, origin string) ([]EventResult, error) {
+	src, ok := s.sources[source]
+	if !ok {
+		return nil, fmt.Errorf("ingest: unknown source %q", source)
+	}
+	if origin != OriginWebhook && origin != OriginReconcile {
+		return nil, fmt.Errorf("ingest: unknown origin %q", origin)
+	}
+	out := make([]EventResult, 0, len(items))
+	for i, it := range items {
+		ev, err := itemEvent(src, it)
+		if err != nil {
+			return out, fmt.Errorf("item %d: %w", i, err)
+		}
+		now := time.Now().UTC()
+		d := &Delivery{Source: src, ReceivedAt: now, ContentType: "application/json", Body: it.Body, Origin: origin,
+			Headers: map[string][]string{"Content-Type": {"application/json"}}, Events: []DeliveryEvent{ev}}
+		res, err := s.store(ctx, d, now.Add(s.cfg.QueueTimeout))
+		if errors.Is(err, ErrBusy) {
+			// The committer is saturated by webhooks: they go first; wait and retry.
+			select {
+			case <-ctx.Done():
+				return out, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+			res, err = s.store(ctx, d, time.Now().Add(s.cfg.QueueTimeout))
+		}
+		if err != nil {
+			return out, fmt.Errorf("store item %d (event %s): %w", i, ev.ID, err)
+		}
+		out = append(out, res...)
+	}
+	return out, nil
+}
