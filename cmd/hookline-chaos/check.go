@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,7 +44,9 @@ type Report struct {
 	Lost, DoubleEffects, MissingEffects, Concurrent int
 	StuckClaims                                     int64
 
-	Fanout FanoutReport
+	Fanout  FanoutReport
+	Ordered OrderedReport
+	Recon   ReconReport
 
 	SendTime, SettleTime, Duration time.Duration
 	Violations                     []string
@@ -73,6 +76,18 @@ type FanoutReport struct {
 type dbEvent struct {
 	state    string
 	attempts int
+}
+
+// finalState is what check read from Postgres and the HTTP destinations,
+// for the per-source checks; known and knownED collect the source:event_id
+// and edKeys the checks account for.
+type finalState struct {
+	stored         map[string]dbEvent  // by source:event_id
+	eds            map[string]dbEvent  // by edKey
+	deadFailed     map[string]int      // dead items (reason failed) by edKey
+	effects        map[string]int      // chaos_ledger rows by edKey
+	keys           map[string]keyState // the HTTP destinations' view, by edKey
+	known, knownED map[string]bool
 }
 
 // check reads the final state from Postgres and compares it with what the
@@ -264,6 +279,9 @@ func (h *harness) check(ctx context.Context, rep *Report) {
 			lim.add("lost", "event %s is still %s (attempts %d)", k, row.state, row.attempts)
 		}
 	}
+	st := &finalState{stored: stored, eds: eds, deadFailed: deadFailed, effects: effects, keys: keys, known: known, knownED: knownED}
+	h.checkOrdered(ctx, st, rep, lim)
+	h.checkRecon(ctx, st, rep, lim)
 	for k := range stored {
 		if !known[k] {
 			lim.add("lost", "stored event %s was never sent with a 2xx expected (a probe during the outage?)", k)
@@ -313,7 +331,9 @@ func (h *harness) check(ctx context.Context, rep *Report) {
 	}
 	h.dest.mu.Unlock()
 	// The Go handlers' view: two transactions running the handler for one
-	// (destination, event) at once.
+	// (destination, event) at once. (Two of one ordering key's are
+	// checkOrdered's.)
+	overlaps = slices.DeleteFunc(overlaps, func(ov string) bool { return strings.HasPrefix(ov, orderOverlapPrefix) })
 	rep.Concurrent += len(overlaps)
 	for _, ov := range overlaps {
 		if strings.HasPrefix(ov, srcFanout+":") {
@@ -579,6 +599,8 @@ func (r *Report) Print(w io.Writer) {
 		byDest(f.Requests, destSink, destFlaky), byDest(f.MaxInFlight, destSink, destFlaky), flakyMaxInFlight, f.LedgerRows)
 	fmt.Fprintf(w, "  fan-out: lost %d, double-effects %d, missing effects %d, concurrent per (destination, event) %d, misrouted %d  (each must be 0)\n",
 		f.Lost, f.DoubleEffects, f.MissingEffects, f.Concurrent, f.Misrouted)
+	r.printOrdered(w)
+	r.printRecon(w)
 	line("lost", r.Lost, "must be 0")
 	line("double-effects", r.DoubleEffects, "must be 0")
 	line("missing effects", r.MissingEffects, "must be 0")

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -42,7 +43,30 @@ type endpoint struct {
 	concurrent, wrongKey, wrongBody, wrongDest, unknown, filtered int
 	requests                                                      int
 	inFlight, maxInFlight                                         int // over every key
+	// forwards are the requests for known events, in the order they ended.
+	forwards []forward
 }
+
+// forward is one request an endpoint got for a known event: when it
+// started (its body read) and ended (just before the answer was written),
+// what came of it, and hookline's headers on it.
+type forward struct {
+	id                                  string
+	start, end                          time.Time
+	result                              fwResult
+	attempt                             int
+	orderKey, stale, origin, deliveryID string
+}
+
+// fwResult is what an endpoint made of a request.
+type fwResult int
+
+const (
+	resOK      fwResult = iota + 1 // answered 2xx
+	resFailed                      // answered 5xx
+	resTimeout                     // held past hookline's destination timeout
+	resGone                        // meant to answer 2xx, but the caller had gone (a crash)
+)
 
 // keyState is what an endpoint saw for one event (one Idempotency-Key).
 type keyState struct {
@@ -82,6 +106,8 @@ func newDestination(events []*event, o Options) *destination {
 	add(srcHTTP, destDefault, true)
 	add(srcFanout, destSink, false)
 	add(srcFanout, destFlaky, true)
+	add(srcOrdered, destHook, true)
+	add(srcRecon, destHook, true)
 	return d
 }
 
@@ -103,27 +129,43 @@ func (d *destination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	key := r.Header.Get("Idempotency-Key")
+	ep, ev, ks, fw := d.admit(r, body)
+	if ev == nil {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	res, code := d.respond(r, ep, ev, fw.attempt)
+	// The forward's end is recorded before the answer leaves: hookline
+	// cannot act on an answer before this point.
+	d.finish(ep, ks, fw, res)
+	switch res {
+	case resFailed:
+		http.Error(w, "random failure (or doomed)", code)
+	case resOK, resTimeout:
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// admit checks a request against what hookline promises and records it as
+// in flight; ev is nil for a request to no endpoint or for an unknown
+// event (answered 200 and counted as violations).
+func (d *destination) admit(r *http.Request, body []byte) (*endpoint, *event, *keyState, *forward) {
 	id := r.Header.Get("Hookline-Event-Id")
 	attempt, _ := strconv.Atoi(r.Header.Get("Hookline-Attempt"))
-	ep := d.endpoints[r.URL.Path]
-
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	ep := d.endpoints[r.URL.Path]
 	if ep == nil {
 		d.stray++
 		d.note("request for %s (event %q): no such destination", r.URL.Path, id)
-		d.mu.Unlock()
-		w.WriteHeader(http.StatusOK)
-		return
+		return nil, nil, nil, nil
 	}
 	ep.requests++
 	ev := ep.events[id]
 	if ev == nil {
 		ep.unknown++
 		d.note("%s/%s: request for unknown event %q", ep.source, ep.name, id)
-		d.mu.Unlock()
-		w.WriteHeader(http.StatusOK)
-		return
+		return ep, nil, nil, nil
 	}
 	if !ev.routedTo(ep.name) {
 		ep.filtered++
@@ -133,7 +175,7 @@ func (d *destination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ep.wrongDest++
 		d.note("%s/%s: event %s with Hookline-Destination %q", ep.source, ep.name, id, got)
 	}
-	if key != ep.source+":"+id {
+	if key := r.Header.Get("Idempotency-Key"); key != ep.source+":"+id {
 		ep.wrongKey++
 		d.note("%s/%s: event %s: Idempotency-Key %q", ep.source, ep.name, id, key)
 	}
@@ -163,42 +205,53 @@ func (d *destination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ep.inFlight++
 	ep.maxInFlight = max(ep.maxInFlight, ep.inFlight)
-	d.mu.Unlock()
-	defer func() { d.mu.Lock(); ks.inFlight--; ep.inFlight--; d.mu.Unlock() }()
+	fw := &forward{id: id, start: now, attempt: attempt, orderKey: r.Header.Get("Hookline-Order-Key"),
+		stale: r.Header.Get("Hookline-Stale"), origin: r.Header.Get("Hookline-Origin"), deliveryID: r.Header.Get("Hookline-Delivery-Id")}
+	return ep, ev, ks, fw
+}
 
+// respond decides the answer, as a flaky receiver would, and waits as long
+// as it takes; code is the status of a resFailed answer.
+func (d *destination) respond(r *http.Request, ep *endpoint, ev *event, attempt int) (res fwResult, code int) {
 	random := ep.flaky && attempt <= d.randomUpTo
 	roll := rand.Float64()
 	switch {
 	case ep.flaky && ev.doomed:
-		http.Error(w, "doomed: always fails", http.StatusInternalServerError)
-		return
+		return resFailed, http.StatusInternalServerError
 	case random && roll < d.failRate:
-		code := []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable}[rand.IntN(3)]
-		http.Error(w, "random failure", code)
-		return
+		return resFailed, []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable}[rand.IntN(3)]
 	case random && roll < d.failRate+d.timeoutRate:
 		select { // outlast the destination timeout; hookline gives up first
 		case <-time.After(d.hang):
 		case <-r.Context().Done():
 		}
-		w.WriteHeader(http.StatusOK)
-		return
+		return resTimeout, 0
 	}
 	select {
 	case <-time.After(time.Duration(10+rand.IntN(90)) * time.Millisecond):
+		return resOK, 0
 	case <-r.Context().Done():
 		// We meant to answer 2xx and the caller vanished: it crashed (the
 		// destination timeout is far longer than this delay).
-		d.mu.Lock()
+		return resGone, 0
+	}
+}
+
+// finish records the end of a request admitted by admit.
+func (d *destination) finish(ep *endpoint, ks *keyState, fw *forward, res fwResult) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ks.inFlight--
+	ep.inFlight--
+	switch res {
+	case resOK:
+		ks.successes++
+	case resGone:
 		ks.interrupted++
 		ks.lastInterrup = time.Now()
-		d.mu.Unlock()
-		return
 	}
-	d.mu.Lock()
-	ks.successes++
-	d.mu.Unlock()
-	w.WriteHeader(http.StatusOK)
+	fw.end, fw.result = time.Now(), res
+	ep.forwards = append(ep.forwards, *fw)
 }
 
 // snapshot returns a copy of the per-key state of every endpoint, by
@@ -213,6 +266,14 @@ func (d *destination) snapshot() map[string]keyState {
 		}
 	}
 	return out
+}
+
+// forwardsOf returns a copy of the forwards of the endpoint of (source,
+// dest), in the order they ended.
+func (d *destination) forwardsOf(source, dest string) []forward {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.endpoint(source, dest).forwards)
 }
 
 // serveDestination starts d on a loopback port and returns its base URL.

@@ -51,6 +51,9 @@ const ledgerDDL = `CREATE TABLE IF NOT EXISTS chaos_ledger (
 	event_type  text        NOT NULL,
 	attempt     integer     NOT NULL,
 	pid         integer     NOT NULL,
+	order_key   text        NOT NULL, -- jobs.Event.OrderKey ('' unordered)
+	stale       boolean     NOT NULL, -- jobs.Event.Stale
+	origin      text        NOT NULL, -- jobs.Event.Origin
 	at          timestamptz NOT NULL DEFAULT now())`
 
 // instanceMain runs a hookline instance with the Go handlers registered:
@@ -104,20 +107,31 @@ func instanceMain(args []string) int {
 // destination, event) without waiting: while one transaction runs the
 // handler for an (event, destination), no other can get the lock, so a
 // refusal is two concurrent runs for one key; it is appended to ov (outside
-// the transaction, which may roll back) for the harness to count.
+// the transaction, which may roll back) for the harness to count. An
+// ordered event takes a second one on (source, destination, ordering key):
+// a refusal is two events of one key processed at once (a line "order ...").
 func ledgerHandler(failRate float64, randomAttempts int, failDoomed bool, ov *overlapLog) jobs.Handler {
 	pid := os.Getpid()
 	return jobs.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev *jobs.Event) error {
 		key := ev.Source + ":" + ev.Destination + ":" + ev.ID
-		var alone bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))`, "hookline-chaos:"+key).Scan(&alone); err != nil {
+		alone, err := tryXactLock(ctx, tx, "hookline-chaos:"+key)
+		if err != nil {
 			return err
 		}
 		if !alone {
 			ov.add(fmt.Sprintf("%s attempt %d (pid %d)", key, ev.Attempt, pid))
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO chaos_ledger (source, destination, event_id, event_type, attempt, pid) VALUES ($1, $2, $3, $4, $5, $6)`,
-			ev.Source, ev.Destination, ev.ID, ev.Type, ev.Attempt, pid); err != nil {
+		if ev.OrderKey != "" {
+			if alone, err = tryXactLock(ctx, tx, "hookline-chaos-order:"+ev.Source+":"+ev.Destination+":"+ev.OrderKey); err != nil {
+				return err
+			}
+			if !alone {
+				ov.add(fmt.Sprintf("%s%s:%s:%s event %s attempt %d (pid %d)", orderOverlapPrefix, ev.Source, ev.Destination, ev.OrderKey, ev.ID, ev.Attempt, pid))
+			}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO chaos_ledger (source, destination, event_id, event_type, attempt, pid, order_key, stale, origin)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			ev.Source, ev.Destination, ev.ID, ev.Type, ev.Attempt, pid, ev.OrderKey, ev.Stale, ev.Origin); err != nil {
 			return err
 		}
 		if failDoomed && isDoomed(ev.ID) {
@@ -134,6 +148,18 @@ func ledgerHandler(failRate float64, randomAttempts int, failDoomed bool, ov *ov
 		}
 	})
 }
+
+// tryXactLock takes a transaction-scoped advisory lock on name without
+// waiting; false: another transaction holds it.
+func tryXactLock(ctx context.Context, tx pgx.Tx, name string) (bool, error) {
+	var ok bool
+	err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))`, name).Scan(&ok)
+	return ok, err
+}
+
+// orderOverlapPrefix starts an overlap line of two events of one ordering
+// key in the handler at once.
+const orderOverlapPrefix = "order "
 
 func isDoomed(eventID string) bool { return strings.HasSuffix(eventID, "_doom") }
 
@@ -297,8 +323,9 @@ func (p *proc) alive() bool {
 }
 
 // instanceConfig is the YAML every instance gets; only listen differs.
-// destBase is the chaos destination server's base URL (destPath).
-func instanceConfig(o Options, listen, dbURL, destBase string) string {
+// destBase is the chaos destination server's base URL (destPath), reconURL
+// the fake Stripe events API's.
+func instanceConfig(o Options, listen, dbURL, destBase, reconURL string) string {
 	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + "ms" }
 	retries := fmt.Sprintf("max_attempts: %d\n        backoff: {min: %s, max: %s}", o.MaxAttempts, ms(o.BackoffMin), ms(o.BackoffMax))
 	var b strings.Builder
@@ -306,6 +333,7 @@ func instanceConfig(o Options, listen, dbURL, destBase string) string {
 listen: %q
 database_url: %q
 workers: %d
+admin_token: %q
 shutdown_timeout: 5s
 log: {format: json, level: info}
 database: {max_conns: 24}
@@ -319,7 +347,7 @@ sources:
       timeout: %s
       max_attempts: %d
       backoff: {min: %s, max: %s}
-`, listen, dbURL, o.Workers, srcHTTP, stripeSecret, ms(o.Lease), destBase+destPath(srcHTTP, destDefault), ms(o.DestTimeout), o.MaxAttempts, ms(o.BackoffMin), ms(o.BackoffMax))
+`, listen, dbURL, o.Workers, adminToken, srcHTTP, stripeSecret, ms(o.Lease), destBase+destPath(srcHTTP, destDefault), ms(o.DestTimeout), o.MaxAttempts, ms(o.BackoffMin), ms(o.BackoffMax))
 	if o.LedgerShare > 0 {
 		fmt.Fprintf(&b, `  - name: %s
     provider: stripe
@@ -359,5 +387,41 @@ sources:
 			destBooks, destBooks, booksTypePrefix+"*", ms(o.DestTimeout), retries,
 			destFlaky, destBase+destPath(srcFanout, destFlaky), flakyRegion, ms(o.DestTimeout), flakyMaxInFlight, retries)
 	}
+	if o.OrderedKeys > 0 {
+		// Ordered per data.object.id; created is the provider's time, so an
+		// event older than one already forwarded is stale (delivered,
+		// marked).
+		writeHookBooksSource(&b, o, srcOrdered, destBase, retries,
+			`ordering: {key: "json:data.object.id", by: "json:created", stale: deliver}`)
+	}
+	if o.ReconEvents > 0 {
+		writeHookBooksSource(&b, o, srcRecon, destBase, retries,
+			fmt.Sprintf("reconcile: {every: %s, lookback: %s, api_key: %q, api_url: %q}", ms(o.ReconEvery), reconLookback, reconAPIKey, reconURL))
+	}
 	return b.String()
+}
+
+// writeHookBooksSource writes a source with the destinations destHook
+// (HTTP, failing at random like flaky) and destBooks (the Go handler in
+// transactional mode) and the extra line extra (its ordering or reconcile
+// block).
+func writeHookBooksSource(b *strings.Builder, o Options, name, destBase, retries, extra string) {
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + "ms" }
+	fmt.Fprintf(b, `  - name: %s
+    provider: stripe
+    secrets: [%q]
+    lease: %s
+    %s
+    destinations:
+      - name: %s
+        url: %q
+        timeout: %s
+        %s
+      - name: %s
+        handler: %s
+        timeout: %s
+        %s
+`, name, stripeSecret, ms(o.Lease), extra,
+		destHook, destBase+destPath(name, destHook), ms(o.DestTimeout), retries,
+		destBooks, destBooks, ms(o.DestTimeout), retries)
 }

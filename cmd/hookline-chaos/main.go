@@ -30,6 +30,15 @@
 //     --ledger-share and --fanout-share split the events (the rest go to
 //     "http"); with both 0 no Go handler is needed, and then "serve"
 //     instances may run workers too.
+//   - Two more Stripe-signed sources, each with the destinations "hook"
+//     (HTTP, failing like flaky) and "books": "ordered" (ordering.key
+//     json:data.object.id, by json:created, stale: deliver; --ordered-keys
+//     keys of --ordered-per-key events, each key's sent one after another,
+//     the keys interleaved among all the other deliveries) and "reconciled"
+//     (reconcile every --recon-every against a fake Stripe events API on
+//     loopback holding --recon-events events, some never sent as webhooks,
+//     some sent, some older than the lookback; on-demand runs through the
+//     admin route on random instances during the chaos).
 //   - The destinations and the handlers fail at random during an event's
 //     first attempts (5xx, time-outs, handler errors), except "sink"; and
 //     always for a few "doomed" events, which must end in the dead set (on
@@ -53,12 +62,21 @@
 //   - during the outage every ingest answer is a 503 with Retry-After in
 //     whole seconds within 5 s, /readyz answers 503, and 200 after it;
 //   - no claim stays processing long past its lease (stuck claims = 0), and
-//     a crashed worker's event is retried within lease + 30 s.
+//     a crashed worker's event is retried within lease + 30 s;
+//   - ordered: per key and destination, forwards never overlap and never go
+//     back to an earlier-accepted event, first 2xx and places follow
+//     acceptance order, Hookline-Order-Key and Hookline-Stale are right;
+//     the handler's effects are once each, in order, never two at once;
+//   - reconciled: every event the API lists within the lookback is stored
+//     once and processed once (one delivery id per event's forwards, one
+//     effect, no unexplained second 2xx), none older than the lookback is,
+//     and the runs are recorded (docs/chaos.md).
 //
 // Usage:
 //
 //	go run ./cmd/hookline-chaos [-events 10000] [-deliveries 3] [-instances serve:ingest,self:all,self:worker]
-//	    [-kills 2] [-pg-restarts 1] [-pg-down 30s] [-timeout 15m] [-seed N] [-keep]
+//	    [-kills 2] [-pg-restarts 1] [-pg-down 30s] [-ordered-keys 300] [-ordered-per-key 5]
+//	    [-recon-events 600] [-recon-every 2s] [-timeout 15m] [-seed N] [-keep]
 package main
 
 import (
@@ -99,6 +117,15 @@ type Options struct {
 	LedgerShare, FanoutShare float64
 	// DoomedShare is the share of events that always fail.
 	DoomedShare float64
+	// OrderedKeys is the number of ordering keys (data.object.id) of the
+	// ordered source, each with OrderedPerKey events; 0 turns it off.
+	OrderedKeys, OrderedPerKey int
+	// ReconEvents is the number of events the fake Stripe events API holds
+	// for the reconciled source (some never sent as webhooks, some sent, a
+	// few older than the lookback); 0 turns it off. ReconEvery is its
+	// reconcile.every.
+	ReconEvents int
+	ReconEvery  time.Duration
 	// FailRate and TimeoutRate are the chances that an early attempt fails
 	// with a 5xx or times out; RandomAttempts is how many of an event's
 	// first attempts may fail at random (later ones succeed, unless doomed).
@@ -144,6 +171,10 @@ func DefaultOptions() Options {
 		LedgerShare:    1.0 / 3,
 		FanoutShare:    1.0 / 3,
 		DoomedShare:    0.01,
+		OrderedKeys:    300,
+		OrderedPerKey:  5,
+		ReconEvents:    600,
+		ReconEvery:     2 * time.Second,
 		FailRate:       0.10,
 		TimeoutRate:    0.03,
 		RandomAttempts: 3,
@@ -179,6 +210,10 @@ func cli(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.Rate, "rate", o.Rate, "max deliveries per second over all senders (0: unlimited)")
 	fs.Float64Var(&o.LedgerShare, "ledger-share", o.LedgerShare, "share of events on the transactional (Go handler) source; 0 turns it off")
 	fs.Float64Var(&o.FanoutShare, "fanout-share", o.FanoutShare, "share of events on the fan-out source (sink, books, flaky); 0 turns it off")
+	fs.IntVar(&o.OrderedKeys, "ordered-keys", o.OrderedKeys, "ordering keys of the ordered source; 0 turns it off")
+	fs.IntVar(&o.OrderedPerKey, "ordered-per-key", o.OrderedPerKey, "events per ordering key (sent one after another, each key's in order)")
+	fs.IntVar(&o.ReconEvents, "recon-events", o.ReconEvents, "events the fake Stripe events API lists for the reconciled source; 0 turns it off")
+	fs.DurationVar(&o.ReconEvery, "recon-every", o.ReconEvery, "the reconciled source's reconcile.every")
 	fs.Float64Var(&o.DoomedShare, "doomed-share", o.DoomedShare, "share of events whose every attempt fails (they must end dead)")
 	fs.Float64Var(&o.FailRate, "fail-rate", o.FailRate, "chance that an early attempt fails (5xx / handler error)")
 	fs.Float64Var(&o.TimeoutRate, "timeout-rate", o.TimeoutRate, "chance that an early attempt times out at the destination")
@@ -259,7 +294,7 @@ func parseInstances(list []string, handlers bool) ([]instanceSpec, error) {
 			return nil, fmt.Errorf("-instances %q: role must be all, ingest or worker", it)
 		}
 		if kind == "serve" && role != "ingest" && handlers {
-			return nil, fmt.Errorf("-instances %q: `hookline serve` cannot run the Go handlers (the ledger source, the fan-out source's books destination); use self:%s, or -ledger-share 0 -fanout-share 0", it, role)
+			return nil, fmt.Errorf("-instances %q: `hookline serve` cannot run the Go handlers (the ledger source, the books destinations of the fanout, ordered and reconciled sources); use self:%s, or -ledger-share 0 -fanout-share 0 -ordered-keys 0 -recon-events 0", it, role)
 		}
 		specs = append(specs, instanceSpec{kind, role})
 	}
@@ -292,11 +327,17 @@ func (o *Options) validate() error {
 		return errors.New("-ledger-share, -fanout-share and -doomed-share are fractions, and -ledger-share + -fanout-share must not exceed 1")
 	case o.FailRate+o.TimeoutRate > 1:
 		return errors.New("-fail-rate + -timeout-rate must not exceed 1")
+	case o.OrderedKeys < 0 || (o.OrderedKeys > 0 && o.OrderedPerKey < 1):
+		return errors.New("-ordered-keys must not be negative, and -ordered-per-key must be at least 1")
+	case o.ReconEvents < 0 || (o.ReconEvents > 0 && o.ReconEvery < time.Second):
+		return errors.New("-recon-events must not be negative, and -recon-every at least 1s")
 	}
 	_, err := parseInstances(o.Instances, o.handlers())
 	return err
 }
 
 // handlers reports whether a Go handler is configured: the ledger source,
-// or the fan-out source's books destination.
-func (o *Options) handlers() bool { return o.LedgerShare > 0 || o.FanoutShare > 0 }
+// or the books destination of the fan-out, ordered or reconciled source.
+func (o *Options) handlers() bool {
+	return o.LedgerShare > 0 || o.FanoutShare > 0 || o.OrderedKeys > 0 || o.ReconEvents > 0
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,11 +47,18 @@ type harness struct {
 	out     outage
 	lastUp  atomic.Int64 // unix nanos of the last Postgres start (0: never restarted)
 	events  []*event
+	okeys   []*orderKey // the ordered source's keys
+	ordered []*event    // the ordered source's events
+	recon   []*event    // the reconciled source's events
+	rc      *reconState // the reconciled source's machinery (nil: none)
 	dest    *destination
 	procs   []*proc
 	stats   sendStats
 	faultMu sync.Mutex
 	faults  []string
+	windows [][2]time.Time // instance kills (kill to restarted) and outages (stop to every instance ready)
+	logOnce sync.Once
+	logged  *hooklineLog // hlog's
 	vioMu   sync.Mutex
 	vio     []string
 	// probes during outages
@@ -102,9 +110,84 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.Dir = h.dir
 	h.logf("working directory %s (seed %d)", h.dir, o.Seed)
+	hooklineBin, self, err := h.binaries(ctx, specs)
+	if err != nil {
+		return nil, err
+	}
+	stopPG, err := h.startPostgres(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stopPG()
 
-	// Binaries.
-	hooklineBin := o.HooklineBin
+	// Events, the fake events API and the HTTP destinations.
+	reconTasks, reconURL := h.makeEvents()
+	if h.rc != nil {
+		defer h.rc.api.Close()
+	}
+	h.dest = newDestination(slices.Concat(h.events, h.ordered, h.recon), o)
+	destSrv, destBase, err := serveDestination(h.dest)
+	if err != nil {
+		return nil, err
+	}
+	defer destSrv.Close()
+
+	defer func() {
+		for _, p := range h.procs {
+			p.kill()
+		}
+	}()
+	if err := h.startInstances(ctx, specs, hooklineBin, self, destBase, reconURL); err != nil {
+		return nil, err
+	}
+
+	// Monitor stuck claims while everything runs.
+	monCtx, stopMon := context.WithCancel(ctx)
+	monDone := make(chan struct{})
+	go func() { defer close(monDone); h.monitor(monCtx) }()
+	chaosErr := h.send(ctx, rep, h.tasks(reconTasks))
+	if chaosErr == nil && o.ReconEvents > 0 {
+		h.rc.catchUp = h.reconcileNow(ctx, "once the senders are done")
+	}
+	if chaosErr != nil {
+		stopMon()
+		<-monDone
+		return h.finish(ctx, rep, chaosErr)
+	}
+
+	// Settle: wait for every event to finish.
+	settleStart := time.Now()
+	h.settle(ctx)
+	rep.SettleTime = time.Since(settleStart)
+	stopMon()
+	<-monDone
+	if o.ReconEvents > 0 {
+		h.rc.final = h.reconcileNow(ctx, "after settling")
+	}
+
+	h.check(ctx, rep)
+	h.shutdown()
+	return h.finish(ctx, rep, nil)
+}
+
+// makeEvents makes every source's events and, for the reconciled source,
+// starts the fake events API (Close it); it returns the reconciled
+// source's tasks and the API's URL.
+func (h *harness) makeEvents() (reconTasks []task, reconURL string) {
+	h.events = makeEvents(h.o, h.rng)
+	h.okeys, h.ordered = makeOrdered(h.o, h.rng)
+	if h.o.ReconEvents == 0 {
+		return nil, "http://127.0.0.1:1" // unused: no source reconciles
+	}
+	h.recon = makeRecon(h.o, h.rng)
+	reconTasks = h.startRecon(h.rng)
+	return reconTasks, h.rc.api.URL
+}
+
+// binaries builds cmd/hookline when a "serve" instance needs it (unless
+// given) and finds this executable (for "self" instances).
+func (h *harness) binaries(ctx context.Context, specs []instanceSpec) (hooklineBin, self string, err error) {
+	hooklineBin = h.o.HooklineBin
 	needServe := false
 	for _, s := range specs {
 		needServe = needServe || s.kind == "serve"
@@ -112,55 +195,62 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if needServe && hooklineBin == "" {
 		hooklineBin = filepath.Join(h.dir, "hookline")
 		h.logf("building cmd/hookline ...")
-		if err := buildHookline(ctx, hooklineBin, o.Race); err != nil {
-			return nil, err
+		if err := buildHookline(ctx, hooklineBin, h.o.Race); err != nil {
+			return "", "", err
 		}
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
+	self, err = os.Executable()
+	return hooklineBin, self, err
+}
 
-	// Postgres.
+// startPostgres starts the private cluster, opens the harness's pool and
+// creates chaos_ledger; stop stops them.
+func (h *harness) startPostgres(ctx context.Context) (stop func(), err error) {
 	if h.pgLog, err = os.OpenFile(filepath.Join(h.dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 		return nil, err
 	}
-	defer h.pgLog.Close()
 	h.logf("starting Postgres ...")
-	if h.pg, err = pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(h.dir, "pg"), Fast: o.PGFast, Log: h.pgLog}); err != nil {
+	if h.pg, err = pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(h.dir, "pg"), Fast: h.o.PGFast, Log: h.pgLog}); err != nil {
+		h.pgLog.Close()
 		return nil, err
 	}
-	defer func() { h.pgMu.Lock(); _ = h.pg.Stop(); h.pgMu.Unlock() }()
-	dbURL := h.pg.URL("postgres")
-	pcfg, err := pgxpool.ParseConfig(dbURL)
+	stop = func() {
+		if h.pool != nil {
+			h.pool.Close()
+		}
+		h.pgMu.Lock()
+		_ = h.pg.Stop()
+		h.pgMu.Unlock()
+		h.pgLog.Close()
+	}
+	pcfg, err := pgxpool.ParseConfig(h.pg.URL("postgres"))
 	if err != nil {
+		stop()
 		return nil, err
 	}
 	pcfg.MaxConns = 4
 	pcfg.ConnConfig.ConnectTimeout = 2 * time.Second
 	if h.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
+		stop()
 		return nil, err
 	}
-	defer h.pool.Close()
 	if _, err := h.pool.Exec(ctx, ledgerDDL); err != nil {
+		stop()
 		return nil, fmt.Errorf("create chaos_ledger: %w", err)
 	}
+	return stop, nil
+}
 
-	// Events and the HTTP destinations.
-	h.events = makeEvents(o, h.rng)
-	h.dest = newDestination(h.events, o)
-	destSrv, destBase, err := serveDestination(h.dest)
-	if err != nil {
-		return nil, err
-	}
-	defer destSrv.Close()
-
-	// Instances, all started at once on the empty database: their
-	// migrations race under the advisory lock.
+// startInstances writes the instances' configurations and starts them all
+// at once on the empty database: their migrations race under the advisory
+// lock.
+func (h *harness) startInstances(ctx context.Context, specs []instanceSpec, hooklineBin, self, destBase, reconURL string) error {
+	o := h.o
+	dbURL := h.pg.URL("postgres")
 	for i, s := range specs {
 		addr, err := freeAddr()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p := &proc{idx: i, spec: s, addr: addr,
 			cfgPath: filepath.Join(h.dir, fmt.Sprintf("instance-%d.yaml", i)),
@@ -171,16 +261,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if s.kind == "self" {
 			p.bin = self
 		}
-		if err := os.WriteFile(p.cfgPath, []byte(instanceConfig(o, addr, dbURL, destBase)), 0o600); err != nil {
-			return nil, err
+		if err := os.WriteFile(p.cfgPath, []byte(instanceConfig(o, addr, dbURL, destBase, reconURL)), 0o600); err != nil {
+			return err
 		}
 		h.procs = append(h.procs, p)
 	}
-	defer func() {
-		for _, p := range h.procs {
-			p.kill()
-		}
-	}()
 	h.logf("starting %d instances at once on an empty database: %s", len(specs), strings.Join(o.Instances, ", "))
 	var wg sync.WaitGroup
 	startErrs := make([]error, len(h.procs))
@@ -189,28 +274,45 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	wg.Wait()
 	if err := errors.Join(startErrs...); err != nil {
-		return nil, err
+		return err
 	}
 	for _, p := range h.procs {
 		if code := h.getStatus(ctx, p, "/readyz"); code != http.StatusOK {
 			h.violation("%s: /readyz answered %d after start-up", p.name(), code)
 		}
 	}
+	return nil
+}
 
-	// Monitor stuck claims while everything runs.
-	monCtx, stopMon := context.WithCancel(ctx)
-	monDone := make(chan struct{})
-	go func() { defer close(monDone); h.monitor(monCtx) }()
-
-	// Senders.
-	h.logf("sending %d events x %d deliveries with %d senders", o.Events, o.Deliveries, o.Senders)
-	sendStart := time.Now()
-	work := make(chan *event, o.Senders)
-	deliveries := make([]*event, 0, o.Events*o.Deliveries)
-	for range o.Deliveries {
-		deliveries = append(deliveries, h.events...)
+// tasks is every step of the sending, shuffled: each event of the http,
+// ledger and fan-out sources Deliveries times, each ordered key's script
+// step by step, and the reconciled source's publications and webhooks.
+func (h *harness) tasks(reconTasks []task) []task {
+	out := make([]task, 0, len(h.events)*h.o.Deliveries+len(h.ordered)*h.o.Deliveries+len(reconTasks))
+	for range h.o.Deliveries {
+		for _, ev := range h.events {
+			out = append(out, task{ev: ev})
+		}
 	}
-	h.rng.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
+	for _, k := range h.okeys {
+		for range k.script {
+			out = append(out, task{key: k})
+		}
+	}
+	out = append(out, reconTasks...)
+	h.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// send runs the senders over tasks and, meanwhile, the faults (and the
+// on-demand reconciliations), until both are done; an error is the
+// faults' (the harness could not restart something).
+func (h *harness) send(ctx context.Context, rep *Report, tasks []task) error {
+	o := h.o
+	h.logf("sending %d events x %d deliveries, %d ordered events on %d keys, %d events in the fake events API, with %d senders",
+		o.Events, o.Deliveries, len(h.ordered), len(h.okeys), len(h.recon), o.Senders)
+	sendStart := time.Now()
+	work := make(chan task, o.Senders)
 	var limiter <-chan time.Time
 	if o.Rate > 0 {
 		t := time.NewTicker(time.Duration(float64(time.Second) / o.Rate))
@@ -225,45 +327,48 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		stats:   &h.stats, out: &h.out, limiter: limiter,
 		giveUp: time.Duration(o.PGRestarts+1)*o.PGDown + 2*time.Minute,
 	}
+	if h.rc != nil {
+		snd.publish = h.publish
+	}
 	sendersDone := make(chan struct{})
-	var swg sync.WaitGroup
+	var swg, twg sync.WaitGroup
+	sctx, stopSending := context.WithCancel(ctx) // a failed fault (the run aborts) stops the senders
+	defer stopSending()
 	for i := range o.Senders {
 		rng := rand.New(rand.NewPCG(uint64(o.Seed), uint64(i)+1))
-		swg.Go(func() { snd.run(ctx, work, rng) })
+		swg.Go(func() { snd.run(sctx, work, rng) })
 	}
 	go func() {
 		defer close(work)
-		for _, ev := range deliveries {
+		for _, t := range tasks {
 			select {
-			case work <- ev:
-			case <-ctx.Done():
+			case work <- t:
+			case <-sctx.Done():
 				return
 			}
 		}
 	}()
 	go func() { swg.Wait(); close(sendersDone) }()
-
-	// Faults, spread over the sending.
-	chaosErr := h.chaos(ctx, int64(len(deliveries)), sendersDone)
-	<-sendersDone
-	rep.SendTime = time.Since(sendStart)
-	h.logf("senders done: %d requests, %d accepted, %d duplicates", h.stats.requests.Load(), h.stats.accepted.Load(), h.stats.duplicates.Load())
-	if chaosErr != nil {
-		stopMon()
-		<-monDone
-		return h.finish(ctx, rep, chaosErr)
+	if h.rc != nil {
+		twg.Go(func() { h.reconTrigger(ctx, sendersDone) })
 	}
 
-	// Settle: wait for every event to finish.
-	settleStart := time.Now()
-	h.settle(ctx)
-	rep.SettleTime = time.Since(settleStart)
-	stopMon()
-	<-monDone
+	// Faults, spread over the sending.
+	chaosErr := h.chaos(ctx, int64(len(tasks)), sendersDone)
+	if chaosErr != nil {
+		stopSending()
+	}
+	<-sendersDone
+	twg.Wait()
+	rep.SendTime = time.Since(sendStart)
+	h.logf("senders done: %d requests, %d accepted, %d duplicates", h.stats.requests.Load(), h.stats.accepted.Load(), h.stats.duplicates.Load())
+	return chaosErr
+}
 
-	h.check(ctx, rep)
-
-	// Graceful shutdown: every instance drains and exits 0 (SIGTERM).
+// shutdown stops every instance gracefully: each drains and exits 0
+// (SIGTERM).
+func (h *harness) shutdown() {
+	var wg sync.WaitGroup
 	for _, p := range h.procs {
 		wg.Go(func() {
 			p.stop(30 * time.Second)
@@ -273,7 +378,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		})
 	}
 	wg.Wait()
-	return h.finish(ctx, rep, nil)
 }
 
 func (h *harness) finish(_ context.Context, rep *Report, err error) (*Report, error) {
@@ -421,6 +525,7 @@ func (h *harness) killOne(ctx context.Context, worker bool) error {
 	}
 	p := pick[h.rng.IntN(len(pick))]
 	h.fault("SIGKILL %s (%d deliveries done)", p.name(), h.stats.done.Load())
+	killedAt := time.Now()
 	p.kill()
 	sleepCtx(ctx, time.Duration(300+h.rng.IntN(1200))*time.Millisecond)
 	// Like a process supervisor, start it again if it exits during
@@ -431,6 +536,7 @@ func (h *harness) killOne(ctx context.Context, worker bool) error {
 		err := p.start(ctx)
 		if err == nil {
 			h.fault("restarted %s (healthy after %s)", p.name(), time.Since(t).Round(time.Millisecond))
+			h.window(killedAt)
 			return nil
 		}
 		if try == restartTries || ctx.Err() != nil {
@@ -450,6 +556,7 @@ const restartTries = 3
 // waits for every instance to be ready again.
 func (h *harness) restartPostgres(ctx context.Context) error {
 	h.fault("stopping Postgres (%d deliveries done)", h.stats.done.Load())
+	stoppedAt := time.Now()
 	h.pgMu.Lock()
 	_ = h.pg.Stop()
 	h.pgMu.Unlock()
@@ -479,14 +586,8 @@ func (h *harness) restartPostgres(ctx context.Context) error {
 	}
 
 	h.out.set(false)
-	h.pgMu.Lock()
-	c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: h.pg.Dir, Port: h.pg.Port, Fast: h.o.PGFast, Log: h.pgLog})
-	if err == nil {
-		h.pg = c
-	}
-	h.pgMu.Unlock()
-	if err != nil {
-		return fmt.Errorf("restart Postgres: %w", err)
+	if err := h.startPostgresAgain(ctx); err != nil {
+		return err
 	}
 	h.lastUp.Store(time.Now().UnixNano())
 	h.fault("Postgres started again after %s down", time.Since(downAt).Round(100*time.Millisecond))
@@ -504,7 +605,39 @@ func (h *harness) restartPostgres(ctx context.Context) error {
 		}
 	}
 	h.fault("every instance ready again %s after Postgres started", time.Since(t).Round(time.Millisecond))
+	h.window(stoppedAt)
 	return nil
+}
+
+// window records a fault that lasted from since until now.
+func (h *harness) window(since time.Time) {
+	h.faultMu.Lock()
+	h.windows = append(h.windows, [2]time.Time{since, time.Now()})
+	h.faultMu.Unlock()
+}
+
+// startPostgresAgain starts Postgres on its directory and port again. Like
+// a supervisor, it tries again when the start fails: on a starved machine
+// the instances' reconnecting pools can keep Postgres from answering the
+// start's own probe (2 s a try) for its whole minute; each failed start is
+// listed among the faults.
+func (h *harness) startPostgresAgain(ctx context.Context) error {
+	for try := 1; ; try++ {
+		h.pgMu.Lock()
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: h.pg.Dir, Port: h.pg.Port, Fast: h.o.PGFast, Log: h.pgLog})
+		if err == nil {
+			h.pg = c
+		}
+		h.pgMu.Unlock()
+		if err == nil {
+			return nil
+		}
+		if try == restartTries || ctx.Err() != nil {
+			return fmt.Errorf("restart Postgres: %w", err)
+		}
+		h.fault("start of Postgres failed (%v); starting it again", err)
+		sleepCtx(ctx, time.Second)
+	}
 }
 
 func (h *harness) probeReadyz(ctx context.Context, p *proc, want int, when string) {

@@ -28,11 +28,17 @@ const (
 	srcHTTP   = "http"   // one HTTP destination ("default")
 	srcLedger = "ledger" // one Go handler in transactional mode ("default")
 	srcFanout = "fanout" // three destinations: destSink, destBooks, destFlaky
+	// srcOrdered orders per data.object.id (ordering.key) and
+	// srcRecon reconciles against a fake Stripe events API; each has two
+	// destinations, destHook and destBooks.
+	srcOrdered = "ordered"
+	srcRecon   = "reconciled"
 
 	destDefault = "default" // a source's single destination
 	destSink    = "sink"    // HTTP, never fails on purpose, takes every event
 	destBooks   = "books"   // Go handler in transactional mode, types: ["charge.*"]
 	destFlaky   = "flaky"   // HTTP, fails at random early and always for doomed events, where: {data.object.region: eu}
+	destHook    = "hook"    // the ordered and reconciled sources' HTTP destination, failing like destFlaky (no filter)
 )
 
 // fanoutDests are the fan-out source's destinations, in configuration order.
@@ -69,6 +75,19 @@ type event struct {
 	got2xx    atomic.Bool
 	accepted  atomic.Int32
 	duplicate atomic.Int32
+
+	// The ordered source's: the event's key, its place in the key's
+	// sending order (which is its acceptance order: a key's events are
+	// sent one after another), its created (ordering.by), and when its
+	// first delivery started and ended (written under the key's lock).
+	okey                 *orderKey
+	seq                  int
+	created              int64
+	firstSend, firstDone time.Time
+	// The reconciled source's: how the events API and the webhooks treat
+	// it, and its publication in the API (once).
+	recon     reconKind
+	published sync.Once
 }
 
 // routedTo reports whether dest is one of the event's routes.
@@ -195,10 +214,22 @@ type sender struct {
 	out     *outage
 	giveUp  time.Duration
 	limiter <-chan time.Time // nil: no rate cap
+	// publish adds a reconciled-source event to the fake events API (nil:
+	// no reconciled source).
+	publish func(*event)
 }
 
-func (s *sender) run(ctx context.Context, work <-chan *event, rng *rand.Rand) {
-	for ev := range work {
+// task is one step of the sending: a delivery of ev, the next step of an
+// ordered key's script, or the publication of pub in the fake events API
+// (as the provider creates the event; no request to hookline).
+type task struct {
+	ev  *event
+	key *orderKey
+	pub *event
+}
+
+func (s *sender) run(ctx context.Context, work <-chan task, rng *rand.Rand) {
+	for t := range work {
 		if s.limiter != nil {
 			select {
 			case <-s.limiter:
@@ -206,8 +237,25 @@ func (s *sender) run(ctx context.Context, work <-chan *event, rng *rand.Rand) {
 				return
 			}
 		}
-		s.deliver(ctx, ev, rng)
+		switch {
+		case t.key != nil:
+			t.key.step(ctx, s, rng)
+		case t.pub != nil:
+			s.publishOnce(t.pub)
+		default:
+			if t.ev.source == srcRecon {
+				s.publishOnce(t.ev) // the provider lists an event before it sends its webhook
+			}
+			s.deliver(ctx, t.ev, rng)
+		}
 		s.stats.done.Add(1)
+	}
+}
+
+// publishOnce adds ev to the fake events API the first time it is asked.
+func (s *sender) publishOnce(ev *event) {
+	if s.publish != nil {
+		ev.published.Do(func() { s.publish(ev) })
 	}
 }
 
