@@ -46,8 +46,14 @@ import (
 	"github.com/hookline/hookline/internal/pgtest"
 	"github.com/hookline/hookline/providers"
 	_ "github.com/hookline/hookline/providers/all"
+	"github.com/hookline/hookline/providers/hmacspec"
+	"github.com/hookline/hookline/providers/mailgun"
+	"github.com/hookline/hookline/providers/meta"
 	"github.com/hookline/hookline/providers/paypal"
 	"github.com/hookline/hookline/providers/providertest"
+	"github.com/hookline/hookline/providers/swsenders"
+	"github.com/hookline/hookline/providers/twitch"
+	"github.com/hookline/hookline/providers/zoom"
 )
 
 // pvCase is one source of the end-to-end server and how to deliver to it.
@@ -292,7 +298,7 @@ func pvCases(t testing.TB) []*pvCase {
 			req.Header.Del("Webhook-" + h)
 		}
 	}
-	return []*pvCase{
+	return append([]*pvCase{
 		{
 			provider: "stripe", secrets: []string{"whsec_e2e_stripe"},
 			delivery: func(id string) *providers.Request {
@@ -520,7 +526,90 @@ func pvCases(t testing.TB) []*pvCase {
 			},
 			wantIDs: one, wantType: "order.paid",
 		},
+	}, pvExampleCases()...)
+}
+
+// ---- Adapters that carry their own example delivery ----
+
+// pvExampleCases are the cases of the adapters whose packages carry a
+// realistic delivery: the HMAC engine's table (and Zoom, Twitch, Meta and
+// WhatsApp, which run on it), the Standard Webhooks senders, and Mailgun.
+func pvExampleCases() []*pvCase {
+	var out []*pvCase
+	for _, s := range append(append([]*hmacspec.Spec{zoom.Spec, twitch.Spec}, meta.Specs...), hmacspec.Specs...) {
+		c := pvSpecCase(s)
+		if s.Name == meta.Name { // answers the GET subscription handshake
+			c.settings = map[string]any{"verify_token": pvMetaVerifyToken}
+		}
+		out = append(out, c)
 	}
+	for _, s := range swsenders.Senders {
+		secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+		if s.RawSecret { // the secret's text is the key (Polar)
+			secret = s.Name + "_e2e_secret"
+		}
+		out = append(out, &pvCase{provider: s.Name, secrets: []string{secret},
+			delivery: func(id string) *providers.Request { return s.Sample(id, "") },
+			wantIDs:  one, wantType: s.ExampleType})
+	}
+	return append(out, &pvCase{
+		provider: mailgun.Name, secrets: []string{"key-e2e-mailgun-signing"},
+		// The Signer adds the body's "signature" object.
+		delivery: func(id string) *providers.Request {
+			return pvJSON(`{"event-data":{"id":"` + id + `","event":"delivered","timestamp":1764504000.123456,"recipient":"jon@example.com","message":{"headers":{"message-id":"20261130120000.1.hookline@example.com"}}}}`)
+		},
+		wantIDs: one, wantType: "delivered",
+		// Mailgun signs the timestamp and token only, not the event data:
+		// the tamper changes the signed token inside the body.
+		tamper: func(req *providers.Request) {
+			sig, err := mailgun.ParseSignature(req)
+			if err != nil {
+				panic(err)
+			}
+			tok := []byte(sig.Token)
+			tok[len(tok)-1] ^= 0x01
+			tampered := bytes.Replace(req.Body, []byte(`"token":"`+sig.Token+`"`), []byte(`"token":"`+string(tok)+`"`), 1)
+			if bytes.Equal(tampered, req.Body) {
+				panic("mailgun: the signed token is not in the body")
+			}
+			req.Body = tampered
+		},
+	})
+}
+
+// pvMetaVerifyToken is the meta source's verify_token.
+const pvMetaVerifyToken = "hookline-e2e-verify"
+
+// pvSpecCase is the case of a scheme on the HMAC engine: its Example,
+// signed by the adapter, resolving to the id SampleID says (the body's
+// hash, recomputed here, for a body:sha256 id) and to its example type.
+func pvSpecCase(s *hmacspec.Spec) *pvCase {
+	c := &pvCase{provider: s.Name, secrets: []string{s.Name + "_e2e_secret"}, wantType: s.Example.Type,
+		delivery: func(id string) *providers.Request { return s.Sample(id, "") },
+		wantIDs: func(id string, req *providers.Request) []string {
+			if s.EventID == "body:sha256" {
+				return []string{sha256Hex(req.Body)}
+			}
+			return []string{s.SampleID(id, "")}
+		},
+	}
+	// A token or Basic credential covers nothing of the body: the tamper
+	// is a wrong credential. The body is changed too, so that the refused
+	// delivery cannot be mistaken for a stored one whose body has no id.
+	wrong := s.Name + "_e2e_secreT"
+	switch s.Mode {
+	case hmacspec.Basic:
+		c.secrets = []string{"hookline:" + s.Name + "-e2e"}
+		wrong = "Basic " + base64.StdEncoding.EncodeToString([]byte("hookline:"+s.Name+"-e2f"))
+	case hmacspec.Token:
+	default:
+		return c
+	}
+	c.tamper = func(req *providers.Request) {
+		req.Header.Set(s.Header, wrong)
+		req.Body[len(req.Body)/2] ^= 0x01
+	}
+	return c
 }
 
 // pvOverrideCases are sources whose key resolvers override the provider's.
@@ -615,6 +704,7 @@ func (e *pvEnv) signed(t testing.TB, c *pvCase, id string) *providers.Request {
 
 type pvAnswer struct {
 	status int
+	header http.Header
 	raw    []byte
 	body   map[string]any
 }
@@ -630,7 +720,7 @@ func (e *pvEnv) post(t testing.TB, req *providers.Request) pvAnswer {
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	a := pvAnswer{status: resp.StatusCode, raw: raw}
+	a := pvAnswer{status: resp.StatusCode, header: resp.Header, raw: raw}
 	_ = json.Unmarshal(raw, &a.body)
 	return a
 }
@@ -731,8 +821,13 @@ func TestProvidersEndToEnd(t *testing.T) {
 			return fmt.Sprintf("72d3162e-cc78-11e3-81ab-%012x", seq)
 		case "standardwebhooks", "svix":
 			return fmt.Sprintf("msg_2xX%020d", seq)
+		case "twitch":
+			return fmt.Sprintf("e76c6bd4-55c9-4987-8304-%012x", seq)
 		case "slack":
 			return fmt.Sprintf("Ev%08X", seq)
+		}
+		if _, ok := swsenders.Lookup(c.provider); ok {
+			return fmt.Sprintf("msg_2xX%020d", seq)
 		}
 		return fmt.Sprintf("evt_1Qe2e%08d", seq)
 	}
@@ -824,6 +919,89 @@ func TestProvidersEndToEnd(t *testing.T) {
 		a = env.post(t, req)
 		require.Equal(t, http.StatusUnauthorized, a.status, string(a.raw))
 		require.NotContains(t, string(a.raw), "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P")
+	})
+
+	t.Run("TwitchCallbackVerification", func(t *testing.T) {
+		t.Parallel()
+		const challenge = "pogchamp-kappa-360noscope-vohiyo"
+		const msgID = "e76c6bd4-55c9-4987-8304-da1588d8988b"
+		req := pvJSON(`{"challenge":"`+challenge+`","subscription":{"id":"f1c2a387-161a-49f9-a165-0f21d7a4e1c4","status":"webhook_callback_verification_pending","type":"channel.follow","version":"2","cost":1,"condition":{"broadcaster_user_id":"12826"},"transport":{"method":"webhook","callback":"https://example.com/webhooks/callback"},"created_at":"2026-11-30T12:00:00.634234626Z"}}`,
+			twitch.HeaderID, msgID, twitch.HeaderType, "webhook_callback_verification")
+		req.URL, _ = url.Parse(env.base + "/webhooks/twitch")
+		require.NoError(t, env.providers["twitch"].(providers.Signer).Sign(req, time.Now()))
+		a := env.post(t, req)
+		require.Equal(t, http.StatusOK, a.status, string(a.raw))
+		require.Equal(t, "text/plain", a.header.Get("Content-Type"))
+		require.Equal(t, []byte(challenge), a.raw, "the challenge, byte for byte, and nothing else")
+		require.Zero(t, env.withBody(t, "twitch", req.Body), "the verification is not stored")
+		require.Zero(t, env.count(t, `SELECT count(*) FROM hookline_events WHERE source = 'twitch' AND event_id = $1`, msgID))
+		require.Zero(t, env.count(t, `SELECT count(*) FROM river_job WHERE args->>'source' = 'twitch' AND args->>'event_id' = $1`, msgID))
+
+		// Unsigned, the handshake is refused like any other delivery.
+		req.Header.Del(twitch.HeaderSignature)
+		a = env.post(t, req)
+		require.Equal(t, http.StatusUnauthorized, a.status, string(a.raw))
+		require.NotContains(t, string(a.raw), challenge)
+	})
+
+	t.Run("ZoomURLValidation", func(t *testing.T) {
+		t.Parallel()
+		const plain = "qgg8vlvZRS6UYooatFL8Aw"
+		req := pvJSON(`{"payload":{"plainToken":"` + plain + `"},"event_ts":1764504000000,"event":"endpoint.url_validation"}`)
+		req.URL, _ = url.Parse(env.base + "/webhooks/zoom")
+		require.NoError(t, env.providers["zoom"].(providers.Signer).Sign(req, time.Now()))
+		a := env.post(t, req)
+		require.Equal(t, http.StatusOK, a.status, string(a.raw))
+		require.Equal(t, "application/json", a.header.Get("Content-Type"))
+		m := hmac.New(sha256.New, []byte("zoom_e2e_secret"))
+		m.Write([]byte(plain))
+		require.Equal(t, map[string]any{"plainToken": plain, "encryptedToken": hex.EncodeToString(m.Sum(nil))}, a.body)
+		require.Zero(t, env.withBody(t, "zoom", req.Body), "the validation is not stored")
+	})
+
+	t.Run("ZoomValidationNotStoredUnsignedRefused", func(t *testing.T) {
+		t.Parallel()
+		const plain = "Zm9vYmFyLXBsYWluLXRva2Vu"
+		req := pvJSON(`{"payload":{"plainToken":"` + plain + `"},"event_ts":1764504000001,"event":"endpoint.url_validation"}`)
+		req.URL, _ = url.Parse(env.base + "/webhooks/zoom")
+		require.NoError(t, env.providers["zoom"].(providers.Signer).Sign(req, time.Now()))
+		a := env.post(t, req)
+		require.Equal(t, http.StatusOK, a.status, string(a.raw))
+		require.Zero(t, env.count(t, `SELECT count(*) FROM hookline_events WHERE source = 'zoom' AND event_id LIKE 'endpoint.url_validation%'`))
+		require.Zero(t, env.count(t, `SELECT count(*) FROM river_job WHERE args->>'source' = 'zoom' AND args->>'event_id' LIKE 'endpoint.url_validation%'`))
+
+		// Unsigned, the validation is refused and the token not hashed.
+		req.Header.Del("X-Zm-Signature")
+		a = env.post(t, req)
+		require.Equal(t, http.StatusUnauthorized, a.status, string(a.raw))
+		require.NotContains(t, string(a.raw), "encryptedToken")
+	})
+
+	t.Run("MetaSubscriptionHandshake", func(t *testing.T) {
+		t.Parallel()
+		get := func(source, query string) (int, string, string) {
+			resp, err := http.Get(env.base + "/webhooks/" + source + "?" + query)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			raw, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			return resp.StatusCode, resp.Header.Get("Content-Type"), string(raw)
+		}
+		before := env.count(t, `SELECT count(*) FROM hookline_deliveries WHERE source = 'meta' AND body = ''`)
+		status, ct, body := get("meta", "hub.mode=subscribe&hub.verify_token="+pvMetaVerifyToken+"&hub.challenge=1158201444")
+		require.Equal(t, http.StatusOK, status, body)
+		require.True(t, strings.HasPrefix(ct, "text/plain"), ct)
+		require.Equal(t, "1158201444", body, "the challenge, and nothing else")
+
+		status, _, body = get("meta", "hub.mode=subscribe&hub.verify_token=wrong&hub.challenge=1158201444")
+		require.Equal(t, http.StatusForbidden, status)
+		require.NotContains(t, body, "1158201444")
+
+		// WhatsApp's source configures no verify_token: its GET is not answered.
+		status, _, body = get("whatsapp", "hub.mode=subscribe&hub.verify_token=x&hub.challenge=1158201444")
+		require.Equal(t, http.StatusMethodNotAllowed, status)
+		require.NotContains(t, body, "1158201444")
+		require.Equal(t, before, env.count(t, `SELECT count(*) FROM hookline_deliveries WHERE source = 'meta' AND body = ''`), "a GET is never stored")
 	})
 
 	t.Run("AdyenOneBadItemRejectsTheBatch", func(t *testing.T) {

@@ -1,6 +1,8 @@
 package providers_test
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,12 +36,35 @@ var idSigned = map[string]bool{
 	"stripe":           true,  // json:id of the signed body
 	"twilio":           false, // I-Twilio-Idempotency-Token is not signed
 	"xendit":           false, // the static token covers nothing
+	// Standard Webhooks senders: webhook-id is part of the signed content.
+	"brex": true, "clerk": true, "dodopayments": true, "lithic": true, "make": true,
+	"openai": true, "polar": true, "replicate": true, "resend": true,
+	// Hand-written adapters on the HMAC engine, and Mailgun.
+	"mailgun":  false, // event-data.id is outside the signed timestamp and token
+	"meta":     true,  // body:sha256 of the signed body
+	"whatsapp": true,  // as meta
+	"twitch":   true,  // the message id header is signed
+	"zoom":     true,  // composite from the signed body
+	// The HMAC engine's entries (providers/hmacspec): json:, form: and
+	// body: ids read the signed body; header ids are not signed; token and
+	// Basic schemes sign nothing.
+	"airwallex": true, "alchemy": true, "authorizenet": true, "calcom": true, "calendly": true,
+	"cashfree": true, "column": true, "customerio": true, "docusign": true, "dwolla": true,
+	"easypost": true, "gusto": true, "hubspot": true, "intercom": true, "maxio": true,
+	"monnify": true, "mux": true, "nmi": true, "notion": true, "onfido": true, "orb": true,
+	"paymongo": true, "paystack": true, "persona": true, "printify": true, "recurly": true,
+	"revolut": true, "segment": true, "teller": true, "typeform": true, "vercel": true,
+	"webflow": true, "workos": true, "worldline": true, "zendesk": true,
+	"bitbucket": false, "linear": false, "sentry": false, "woocommerce": false, // header ids
+	"chargebee": false, "flutterwave": false, "gitlab": false, "postmark": false, "telegram": false, // tokens
 }
 
 // signsNothing are the adapters whose IDSigned is false and that have no
 // signed content to key a replay on: hmac (no default id; what a source
 // configures may be signed or not) and xendit (a static token, no signature).
-var signsNothing = map[string]bool{"hmac": true, "xendit": true}
+var signsNothing = map[string]bool{"hmac": true, "xendit": true,
+	// Static tokens and HTTP Basic credentials (providers/hmacspec).
+	"chargebee": true, "flutterwave": true, "gitlab": true, "postmark": true, "telegram": true}
 
 // buildProbe builds the named adapter with the settings benchmarks use
 // (benchProbes), or with secrets and settings when settings is not nil.
@@ -111,4 +136,42 @@ func TestContentDigest(t *testing.T) {
 	require.NotEqual(t, a, providers.ContentDigest("shopify", []byte("body")))
 	require.NotEqual(t, a, providers.ContentDigest("githu", []byte("bbody")))
 	require.NotEqual(t, a, providers.ContentDigest("github", []byte("body ")))
+}
+
+// TestDocsRowPerAdapter: docs/providers.md has a section for every
+// registered adapter, and one row in its per-adapter table with every
+// column filled: event type, id signed, settings, retry horizon, dedup
+// window and source of truth.
+func TestDocsRowPerAdapter(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../docs/providers.md")
+	require.NoError(t, err)
+	doc := string(raw)
+	start := strings.Index(doc, "### Per adapter:")
+	require.GreaterOrEqual(t, start, 0, "the per-adapter table")
+	rows := map[string][]string{}
+	table := doc[start:]
+	table = table[strings.Index(table, "\n|"):]
+	if end := strings.Index(table, "\n\n"); end >= 0 {
+		table = table[:end]
+	}
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), " | ")
+		name := strings.Trim(strings.TrimSpace(cells[0]), "`")
+		require.NotContains(t, rows, name, "two rows for %s", name)
+		rows[name] = cells
+	}
+	for _, name := range providers.Names() {
+		require.Contains(t, doc, "\n## "+name+"\n", "a section for %s", name)
+		cells, ok := rows[name]
+		require.True(t, ok, "no row for %s in the per-adapter table", name)
+		require.Len(t, cells, 7, "%s: %q", name, cells)
+		for i, c := range cells {
+			require.NotEmpty(t, strings.TrimSpace(c), "%s: column %d is empty", name, i)
+		}
+	}
+	require.Len(t, rows, len(providers.Names()), "rows for adapters that are not registered")
 }

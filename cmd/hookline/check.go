@@ -13,6 +13,8 @@ import (
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/migrations"
 	"github.com/hookline/hookline/providers"
+	"github.com/hookline/hookline/providers/hmacspec"
+	"github.com/hookline/hookline/providers/swsenders"
 )
 
 func cmdCheck(args []string, stdout, stderr io.Writer) error {
@@ -90,11 +92,25 @@ var probes = map[string]struct {
 	"svix":             {secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
 }
 
+// probeSecrets are the secrets describe builds an adapter without a probe
+// with, in the format its scheme takes: `whsec_` + base64 for the Standard
+// Webhooks senders (Polar takes any text), user:password for the HTTP
+// Basic entries of the engine's table, else any text.
+func probeSecrets(name string) []string {
+	if s, ok := swsenders.Lookup(name); ok && !s.RawSecret {
+		return []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+	}
+	if s, ok := hmacspec.Lookup(name); ok && s.Mode == hmacspec.Basic {
+		return []string{"hookline:probe"}
+	}
+	return []string{"whsec_probe"}
+}
+
 // describe builds the named adapter with probe settings.
 func describe(name string) (providers.Provider, providers.Description, error) {
 	pr, ok := probes[name]
 	if !ok {
-		pr.secrets = []string{"whsec_probe"}
+		pr.secrets = probeSecrets(name)
 	}
 	p, err := providers.New(name, providers.Config{Source: "probe", Secrets: pr.secrets, Settings: settingsFunc(pr.settings)})
 	if err != nil {

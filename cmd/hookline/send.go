@@ -22,6 +22,11 @@ import (
 
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/providers"
+	"github.com/hookline/hookline/providers/hmacspec"
+	"github.com/hookline/hookline/providers/meta"
+	"github.com/hookline/hookline/providers/swsenders"
+	"github.com/hookline/hookline/providers/twitch"
+	"github.com/hookline/hookline/providers/zoom"
 )
 
 func settingsFunc(m map[string]any) func(v any) error {
@@ -496,6 +501,29 @@ var sampleTable = map[string]providerSample{
 		}
 		return jsonSample(genericSample(a))
 	}},
+}
+
+// The adapters that carry their own example delivery (the HMAC engine's
+// table, the Standard Webhooks senders, Zoom, Twitch, Meta) sample it:
+// --event-id is the part of the id the sender controls (a composite id is
+// built around it), --type the event type.
+func init() {
+	specs := append(append([]*hmacspec.Spec{zoom.Spec, twitch.Spec}, meta.Specs...), hmacspec.Specs...)
+	for _, spec := range specs {
+		sampleTable[spec.Name] = providerSample{typ: spec.Example.Type, build: func(a sampleArgs) *providers.Request {
+			return spec.Sample(a.id, a.typ)
+		}}
+	}
+	for _, sender := range swsenders.Senders {
+		sampleTable[sender.Name] = providerSample{typ: sender.ExampleType, build: func(a sampleArgs) *providers.Request {
+			return sender.Sample(a.id, a.typ)
+		}}
+	}
+	// Mailgun: the Signer writes the body's signature object.
+	sampleTable["mailgun"] = providerSample{typ: "delivered", build: func(a sampleArgs) *providers.Request {
+		return jsonSample(`{"event-data":{"id":` + jsonString(a.id) + `,"event":` + jsonString(a.typ) + `,"timestamp":` + fmt.Sprint(a.at.Unix()) +
+			`.123456,"recipient":"jon@example.com","message":{"headers":{"message-id":` + jsonString(sampleRef("", a.id, 16)+"@example.com") + `}}}}`)
+	}}
 }
 
 func standardSample(a sampleArgs) *providers.Request {

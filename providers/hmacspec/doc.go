@@ -1,0 +1,34 @@
+// Package hmacspec is the declarative engine of the HMAC family: each
+// provider whose scheme differs from the others only in data — the
+// signature header and how it is written (one signature, a list, key=value
+// pairs, a leading timestamp), the hash (SHA-1, SHA-256, SHA-512), the
+// encoding (hex, base64) and prefix, what is signed (a template over
+// {body}, {timestamp}, {id}, {method} and {url}), where the timestamp is and
+// its unit, and where the event id, type and time are — is one Spec in
+// Specs, and one engine (New) verifies, signs, resolves and describes them
+// all. Token and HTTP Basic schemes, which sign nothing, are Specs too.
+//
+// # Adding a provider
+//
+// Adding a provider of the family is one entry in Specs (table.go) plus its
+// oracle test: the provider's official SDK as a test-only dependency where
+// the module proxy serves one, else the provider's published test vector
+// recomputed in the test (with the page and the date it was read), else —
+// said so in docs/providers.md — its documented formula, recomputed with
+// crypto/hmac without the engine (formulas in oracle_test.go). Validate
+// refuses inconsistent entries; the package's tests then run every entry
+// through the conformance suite (providertest) under its registered name,
+// fuzz its header parser and verifier, and check its example resolves as
+// the entry says. Schemes that need code (handshakes, signatures in the
+// body, asymmetric keys) are packages of their own, which may still run
+// their MAC on the engine through NewVerifier (providers/zoom, twitch,
+// meta).
+//
+// # Cost
+//
+// Verify allocates nothing for a delivery it accepts: signatures are
+// decoded into, and the HMACs computed with, pooled per-Verifier state
+// (one HMAC keyed with each secret, reset per call), and header names are
+// canonicalised once. BenchmarkEngineVsHandwritten in providers compares an
+// engine entry with the hand-written adapter of the same scheme.
+package hmacspec
