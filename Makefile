@@ -44,7 +44,7 @@ fuzz: ## run every fuzz target for FUZZTIME (default 2s; try FUZZTIME=5m)
 BENCHFLAGS ?= -repeat 3
 
 .PHONY: bench
-bench: postgres ## Go benchmarks of the hot pieces plus the side-by-side ingest benchmark (~20 min; BENCHFLAGS='-repeat 1' for one round)
+bench: postgres ## Go benchmarks of the hot pieces plus the side-by-side ingest, ordering and fan-out benchmarks (~30-45 min; BENCHFLAGS='-repeat 1' for one round)
 	$(GO) test -run='^$$' -bench=. -benchmem ./providers/... ./idem/ ./ingest/
 	$(GO) run ./cmd/hookline-bench $(BENCHFLAGS)
 

@@ -27,7 +27,7 @@ func TestSmoke(t *testing.T) {
 		t.Skipf("needs local PostgreSQL binaries: %v", err)
 	}
 	out := t.TempDir()
-	o, err := parseFlags([]string{"-short", "-c", "8", "-max-events", "1000", "-drain-timeout", "60s", "-out", out}, os.Stderr)
+	o, err := parseFlags([]string{"-scenario", "ingest", "-short", "-c", "8", "-max-events", "1000", "-drain-timeout", "60s", "-out", out}, os.Stderr)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -77,7 +77,19 @@ func TestFlags(t *testing.T) {
 	require.Equal(t, []int{8}, o.levels)
 	require.Equal(t, 2*time.Second, o.duration)
 
-	for _, bad := range [][]string{{"-c", "0"}, {"-c", "x"}, {"-modes", "fast"}, {"-dup", "1"}, {"-cpuprofile", "p"}, {"extra"}} {
+	require.Equal(t, allScenarios, o.scenarios)
+	require.Equal(t, 2000, o.backlog)
+	require.Equal(t, 200, o.hotEvents)
+	o, err = parseFlags([]string{"-scenario", "fanout, ordering", "-backlog", "500"}, os.Stderr)
+	require.NoError(t, err)
+	require.Equal(t, []string{scenarioFanout, scenarioOrdering}, o.scenarios)
+	require.Equal(t, 500, o.backlog)
+	require.Equal(t, 10000, o.keys)
+	require.Equal(t, 2*time.Millisecond, o.latency)
+	require.Equal(t, 3, o.fanout)
+
+	for _, bad := range [][]string{{"-c", "0"}, {"-c", "x"}, {"-modes", "fast"}, {"-dup", "1"}, {"-cpuprofile", "p"}, {"extra"},
+		{"-scenario", "order"}, {"-scenario", "ingest,ingest"}, {"-backlog", "0"}, {"-keys", "0"}, {"-destinations", "1"}, {"-latency", "-1ms"}} {
 		_, err := parseFlags(bad, &bytes.Buffer{})
 		require.Error(t, err, "%v", bad)
 	}

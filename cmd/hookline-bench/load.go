@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookline/hookline/jobs"
 	"github.com/hookline/hookline/providers"
 	"github.com/hookline/hookline/providers/stripe"
 )
@@ -38,9 +40,13 @@ type generator struct {
 	next   atomic.Int64
 	inline atomic.Int64
 	at     time.Time
+	keys   int // distinct data.object.id values (objectKey); 0: one per event
 }
 
-func newGenerator(secret, run, target string, n int) (*generator, error) {
+// newGenerator pre-signs n events for run. With keys > 0, event i's
+// data.object.id is objectKey(i, keys) (the ordering scenarios' key);
+// otherwise each event has an object of its own.
+func newGenerator(secret, run, target string, n, keys int) (*generator, error) {
 	p, err := stripe.New(providers.Config{Secrets: []string{secret}})
 	if err != nil {
 		return nil, err
@@ -49,7 +55,7 @@ func newGenerator(secret, run, target string, n int) (*generator, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &generator{signer: p, host: u.Host, path: u.Path, prefix: "evt_" + run + "_", at: time.Now()}
+	g := &generator{signer: p, host: u.Host, path: u.Path, prefix: "evt_" + run + "_", at: time.Now(), keys: keys}
 	g.pre = make([]event, n)
 	for i := range g.pre {
 		g.pre[i] = g.make(i)
@@ -59,7 +65,13 @@ func newGenerator(secret, run, target string, n int) (*generator, error) {
 
 func (g *generator) make(i int) event {
 	id := fmt.Sprintf("%s%09d", g.prefix, i)
-	body := stripeEvent(id, g.at.Unix()+int64(i%1000))
+	object := "pi_3Q" + id[4:]
+	if g.keys > 0 {
+		object = objectKey(i, g.keys)
+	}
+	// created grows with i, so that with ordering.by an event is stale
+	// only when it was accepted after a later one of its key.
+	body := stripeEvent(id, object, g.at.Unix()+int64(i))
 	req := &providers.Request{Body: body, Header: http.Header{}}
 	_ = g.signer.Sign(req, g.at)
 	raw := fmt.Appendf(make([]byte, 0, len(body)+256),
@@ -81,9 +93,17 @@ func (g *generator) take(max int) (event, bool) {
 	return g.make(i), true
 }
 
+// objectKey is the data.object.id of event i when the events share keys
+// objects: round robin, so that every key has events (given at least keys
+// events) and those of one key are spread over the run; keys = 1 is one
+// hot key.
+func objectKey(i, keys int) string {
+	return fmt.Sprintf("pi_3Qkey%07d", i%keys)
+}
+
 // stripeEvent is a payment_intent.succeeded event of about 1.5 KB, shaped
-// like Stripe's.
-func stripeEvent(id string, created int64) []byte {
+// like Stripe's, about the payment intent object.
+func stripeEvent(id, object string, created int64) []byte {
 	return fmt.Appendf(nil, `{
   "id": %q,
   "object": "event",
@@ -91,14 +111,14 @@ func stripeEvent(id string, created int64) []byte {
   "created": %d,
   "data": {
     "object": {
-      "id": "pi_3Q%s",
+      "id": %q,
       "object": "payment_intent",
       "amount": 2000,
       "amount_capturable": 0,
       "amount_received": 2000,
       "application": null,
       "capture_method": "automatic",
-      "client_secret": "pi_3Q%s_secret_Zy7bQk0l5b9hJ3nR2wT8",
+      "client_secret": "%s_secret_Zy7bQk0l5b9hJ3nR2wT8",
       "confirmation_method": "automatic",
       "created": %d,
       "currency": "usd",
@@ -124,7 +144,7 @@ func stripeEvent(id string, created int64) []byte {
   "pending_webhooks": 1,
   "request": {"id": "req_bench0001", "idempotency_key": "b0e2d6c4-3f4e-4a8e-9a1d-7c2f1e8b9a60"},
   "type": "payment_intent.succeeded"
-}`, id, created, id[4:], id[4:], created, id[4:])
+}`, id, created, object, object, created, id[4:])
 }
 
 type loadConfig struct {
@@ -133,7 +153,11 @@ type loadConfig struct {
 	dupRatio    float64
 	maxEvents   int
 	gen         *generator
+	spans       bool // record when each accepted event was sent and answered
 }
+
+// span is when an accepted event was sent and when its answer arrived.
+type span struct{ sent, acked time.Time }
 
 // loadResult is what the senders saw.
 type loadResult struct {
@@ -147,11 +171,13 @@ type loadResult struct {
 	unavailable int // 503
 	errors      int // other statuses and transport errors
 	latencies   []time.Duration
+	spans       map[string]span // with loadConfig.spans: accepted event id → span
 }
 
 type sender struct {
 	lat         []time.Duration
 	accepted    []string
+	spans       []span  // with loadConfig.spans, one per accepted
 	mine        []event // accepted events, candidates for re-sending
 	dupSent     int
 	duplicates  int
@@ -197,6 +223,9 @@ func runLoad(ctx context.Context, cfg loadConfig) *loadResult {
 						s.mine = append(s.mine, ev)
 					}
 					s.accepted = append(s.accepted, ev.id)
+					if cfg.spans {
+						s.spans = append(s.spans, span{t0, time.Now()})
+					}
 				case status == http.StatusOK && bytes.Contains(body, []byte(`"status":"duplicate"`)):
 					s.duplicates++
 					if !dup {
@@ -213,11 +242,17 @@ func runLoad(ctx context.Context, cfg loadConfig) *loadResult {
 	wg.Wait()
 	end := time.Now()
 	r := &loadResult{elapsed: end.Sub(start), first: start, last: end, accepted: map[string]int{}}
+	if cfg.spans {
+		r.spans = map[string]span{}
+	}
 	for _, s := range senders {
 		r.sent += len(s.lat)
 		r.latencies = append(r.latencies, s.lat...)
-		for _, id := range s.accepted {
+		for i, id := range s.accepted {
 			r.accepted[id]++
+			if cfg.spans {
+				r.spans[id] = s.spans[i]
+			}
 		}
 		r.dupSent += s.dupSent
 		r.duplicates += s.duplicates
@@ -341,7 +376,10 @@ func readN(r *bufio.Reader, dst []byte, n int) ([]byte, error) {
 }
 
 // destination is the loopback receiver: it answers 200 and counts each
-// Idempotency-Key it sees, per run.
+// (Hookline-Destination, Idempotency-Key) it sees, per run. For ordered
+// events (Hookline-Order-Key) it also records, per destination and key,
+// the order in which the forwards began and whether two were ever in
+// progress at once.
 type destination struct {
 	url   string
 	srv   *http.Server
@@ -349,19 +387,68 @@ type destination struct {
 	sinks map[string]*sink
 }
 
+// sink is one run's share of the destination.
 type sink struct {
-	mu   sync.Mutex
-	hits map[string]int
+	latency time.Duration // how long each request is held before its answer
+	mu      sync.Mutex
+	hits    map[string]int      // hitKey → forwards
+	lines   map[string][]string // lineKey → event ids, in the order their forwards began
+	busy    map[string]int      // lineKey → forwards in progress
+	// overlaps counts forwards that began while another of their line
+	// was in progress.
+	overlaps int
+	held     time.Duration // total time requests were held (latency > 0)
+	heldN    int
 }
 
-func (s *sink) snapshot() map[string]int {
+// hitKey names an event's forwards to one destination.
+func hitKey(dest, idempotencyKey string) string { return dest + " " + idempotencyKey }
+
+// lineKey names an ordering line: a destination and a key.
+func lineKey(dest, orderKey string) string { return dest + " " + orderKey }
+
+// begin records the start of a forward and returns the function that
+// records its end, which must run before the answer is written: hookline
+// may start the line's next forward as soon as it has the answer.
+func (s *sink) begin(dest, idem, orderKey, eventID string) (end func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.hits))
-	for k, v := range s.hits {
-		out[k] = v
+	s.hits[hitKey(dest, idem)]++
+	if orderKey == "" {
+		return func() {}
 	}
-	return out
+	line := lineKey(dest, orderKey)
+	s.lines[line] = append(s.lines[line], eventID)
+	if s.busy[line]++; s.busy[line] > 1 {
+		s.overlaps++
+	}
+	return func() {
+		s.mu.Lock()
+		s.busy[line]--
+		s.mu.Unlock()
+	}
+}
+
+// received is what the sink saw: forwards per hitKey, event ids per line,
+// and the overlaps.
+type received struct {
+	hits     map[string]int
+	lines    map[string][]string
+	overlaps int
+	heldMs   float64 // mean time a request was held
+}
+
+func (s *sink) snapshot() received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := received{hits: maps.Clone(s.hits), lines: make(map[string][]string, len(s.lines)), overlaps: s.overlaps}
+	for k, v := range s.lines {
+		r.lines[k] = slices.Clone(v)
+	}
+	if s.heldN > 0 {
+		r.heldMs = ms(s.held) / float64(s.heldN)
+	}
+	return r
 }
 
 func startDestination() (*destination, error) {
@@ -375,8 +462,9 @@ func startDestination() (*destination, error) {
 	return d, nil
 }
 
-func (d *destination) newSink(run string) *sink {
-	s := &sink{hits: map[string]int{}}
+// newSink adds run's sink, which holds every request for latency.
+func (d *destination) newSink(run string, latency time.Duration) *sink {
+	s := &sink{latency: latency, hits: map[string]int{}, lines: map[string][]string{}, busy: map[string]int{}}
 	d.mu.Lock()
 	d.sinks[run] = s
 	d.mu.Unlock()
@@ -393,10 +481,20 @@ func (d *destination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	key := r.Header.Get("Idempotency-Key")
-	s.mu.Lock()
-	s.hits[key]++
-	s.mu.Unlock()
+	dest := r.Header.Get("Hookline-Destination")
+	if dest == "" {
+		dest = jobs.DefaultDestination
+	}
+	end := s.begin(dest, r.Header.Get("Idempotency-Key"), r.Header.Get("Hookline-Order-Key"), r.Header.Get("Hookline-Event-Id"))
+	if s.latency > 0 {
+		t0 := time.Now()
+		time.Sleep(s.latency)
+		held := time.Since(t0)
+		s.mu.Lock()
+		s.held, s.heldN = s.held+held, s.heldN+1
+		s.mu.Unlock()
+	}
+	end()
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -16,6 +16,12 @@
 // events/s, hookline CPU seconds per 1,000 events, hookline peak RSS) and
 // writes bench-results/results.json and bench-results/chart.svg.
 //
+// Two more scenarios (-scenario, all by default) measure the workers'
+// drain of a backlog: ordering (an unordered source, the same source
+// ordered per key over 10,000 keys, and one hot key behind a destination
+// with a latency, with a per-key order check) and fanout (one destination
+// against three). See docs/performance.md#ordering and #fan-out.
+//
 // Usage:
 //
 //	go run ./cmd/hookline-bench [flags]     (make bench)
@@ -30,13 +36,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
-const usageHeader = `hookline-bench — side-by-side ingest benchmark of hookline (naive vs group commit)
+const usageHeader = `hookline-bench — side-by-side benchmarks of hookline: ingest (naive vs group
+commit), ordering (unordered vs ordered per key, and one hot key) and fan-out
+(one destination vs several)
 
 Starts a throwaway PostgreSQL (fsync on) in a temporary directory, then for
 each concurrency level and each mode: a fresh database, hookline as a
@@ -51,7 +60,37 @@ first send → last completion), CPU s/1k (hookline process user+sys CPU from
 load start to the last completion, per 1,000 accepted events; pg = the
 PostgreSQL server's), peak RSS (hookline's VmHWM).
 
-Results: <out>/results.json and <out>/chart.svg (default ./bench-results).
+Scenarios (-scenario, comma-separated; default all = ingest,ordering,fanout):
+
+  ingest    the above, at each -c level for -d per mode (naive, batched).
+  ordering  drain rate (PROCESSED/s) of a backlog of -backlog events whose
+            data.object.id takes -keys values (round robin), by a --role
+            worker process, three runs taking turns: "unordered" (no
+            ordering block), "ordered" (ordering: {key: json:data.object.id,
+            by: json:created, stale: deliver}) and "hot-key" (-hot-events
+            events sharing one key, the destination holding each request
+            -latency: bound to at most 1/latency events/s, printed as
+            BOUND/s). Ordered runs are also checked per key: the destination
+            saw each key's forwards one at a time (no overlap), in the order
+            of their places in Postgres, and the places follow the senders'
+            real-time order (an event answered before another was sent has
+            the earlier place). The summary gives ordered/unordered (the
+            issue's target: at least 0.70).
+  fanout    the drain of -backlog events (one object each, unordered) with
+            one destination ("fanout-1") and with -destinations destinations
+            that all match ("fanout-N"), taking turns: events/s and
+            deliveries/s (events x destinations), and the ratios.
+
+The drain scenarios build their backlog with group commit at 64 senders
+(-c, -d, -modes and -max-events do not apply); -repeat rounds apply to every
+scenario, the runs of a round taking turns. LOST and DOUBLE count (event,
+destination) pairs. Their table: PROCESSED/s (events / the worker's start →
+the last completion), DELIVERIES/s ((event, destination) pairs, same time),
+STEADY/s (events / first → last completion), HL and PG s/1k (the worker's
+and Postgres's CPU during the drain, per 1,000 events).
+
+Results: <out>/results.json and <out>/chart.svg (default ./bench-results;
+the chart draws the ingest scenario).
 
 Flags:
 `
@@ -79,6 +118,13 @@ type options struct {
 	replot       bool
 	pgURL        string
 	verbose      bool
+	// The scenarios and the drain scenarios' settings.
+	scenarios []string
+	backlog   int
+	keys      int
+	hotEvents int
+	latency   time.Duration
+	fanout    int
 }
 
 func main() {
@@ -138,29 +184,26 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.inProcess, "inprocess", false, "run hookline in this process (internal/app) instead of a subprocess; CPU and RSS then include the load generator")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "with -inprocess: write a CPU profile of each run's load phase to FILE-<mode>-<c>.prof")
 	fs.IntVar(&o.maxEvents, "max-events", 0, "stop a run after this many new events (0: no limit; the duration still applies)")
-	fs.DurationVar(&o.drainTimeout, "drain-timeout", 0, "how long to wait for accepted events to be processed (default 120s + 10 x -d)")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", 0, "how long to wait for accepted events to be processed (default 120s + 10 x -d; in the drain scenarios 120s + 30ms per event)")
 	fs.StringVar(&o.pgURL, "pg", "", "use this PostgreSQL server (a URL whose role may CREATE DATABASE) instead of a throwaway cluster")
 	fs.BoolVar(&o.colocated, "colocated", false, "run one hookline --role all during the load (workers compete with ingest for the same CPUs) instead of the default: --role ingest during the load, then a --role worker process that drains the queue (processed/s is measured over that drain)")
 	fs.BoolVar(&o.noDrain, "no-drain", false, "diagnostic: measure the load phase only; do not wait for processing and do not check counts (CHECK shows unchecked)")
 	fs.BoolVar(&o.replot, "replot", false, "only redraw <out>/chart.svg from <out>/results.json")
-	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (Postgres data and logs)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (Postgres data and logs) and each run's database (with -pg: on that server, to inspect; drop them yourself)")
 	fs.BoolVar(&o.verbose, "v", false, "log progress")
-	short := fs.Bool("short", false, "smoke run: one level (16 senders), 2s per mode (-c and -d still apply)")
+	short := fs.Bool("short", false, "smoke run: one level (16 senders), 2s per mode, drain backlogs of 2,000 events (hot key: 200) (-c, -d, -backlog and -hot-events still apply)")
+	scenarios := scenarioFlags(fs, &o)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if *short { // unless given explicitly
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		if !set["c"] {
-			*levels = "16"
-		}
-		if !set["d"] {
-			o.duration = 2 * time.Second
-		}
+	if *short {
+		o.applyShort(fs, levels)
+	}
+	if err := o.parseScenarios(*scenarios); err != nil {
+		return o, err
 	}
 	for _, f := range strings.Split(*levels, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -188,9 +231,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.cpuProfile != "" && !o.inProcess {
 		return o, fmt.Errorf("-cpuprofile needs -inprocess (profile a subprocess with perf, or pprof endpoints)")
 	}
-	if o.drainTimeout <= 0 {
-		o.drainTimeout = 120*time.Second + 10*o.duration
-	}
 	return o, nil
 }
 
@@ -198,3 +238,65 @@ const (
 	modeNaive   = "naive"
 	modeBatched = "batched"
 )
+
+// applyShort sets -short's values of the flags not given explicitly.
+func (o *options) applyShort(fs *flag.FlagSet, levels *string) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["c"] {
+		*levels = "16"
+	}
+	if !set["d"] {
+		o.duration = 2 * time.Second
+	}
+	if !set["backlog"] {
+		o.backlog = 2000
+	}
+	if !set["hot-events"] {
+		o.hotEvents = 200
+	}
+}
+
+// scenarioFlags declares -scenario (returned) and the drain scenarios'
+// flags.
+func scenarioFlags(fs *flag.FlagSet, o *options) *string {
+	sc := fs.String("scenario", "all", "scenarios to run, comma-separated: ingest, ordering, fanout, or all (see above)")
+	fs.IntVar(&o.backlog, "backlog", 20000, "ordering and fanout: new events per run (the backlog the worker drains)")
+	fs.IntVar(&o.keys, "keys", 10000, "ordering: distinct ordering keys (data.object.id values) of the unordered and ordered runs")
+	fs.IntVar(&o.hotEvents, "hot-events", 2000, "ordering: events of the hot-key run (all with one key)")
+	fs.DurationVar(&o.latency, "latency", 2*time.Millisecond, "ordering: how long the destination holds each request in the hot-key run")
+	fs.IntVar(&o.fanout, "destinations", 3, "fanout: destinations of the fanout-N run (2..16)")
+	return sc
+}
+
+// parseScenarios reads -scenario and checks the drain scenarios' flags.
+func (o *options) parseScenarios(list string) error {
+	for _, f := range strings.Split(list, ",") {
+		switch f = strings.TrimSpace(f); {
+		case f == "all":
+			o.scenarios = allScenarios
+			return o.checkDrainFlags()
+		case slices.Contains(allScenarios, f) && !slices.Contains(o.scenarios, f):
+			o.scenarios = append(o.scenarios, f)
+		default:
+			return fmt.Errorf("-scenario: %q: want ingest, ordering, fanout or all (each once)", f)
+		}
+	}
+	return o.checkDrainFlags()
+}
+
+func (o *options) checkDrainFlags() error {
+	switch {
+	case o.backlog < 1 || o.backlog > 1_000_000:
+		return fmt.Errorf("-backlog: want 1..1000000")
+	case o.keys < 1:
+		return fmt.Errorf("-keys: want at least 1")
+	case o.hotEvents < 1 || o.hotEvents > 1_000_000:
+		return fmt.Errorf("-hot-events: want 1..1000000")
+	case o.latency < 0 || o.latency > time.Second:
+		return fmt.Errorf("-latency: want 0..1s")
+	case o.fanout < 2 || o.fanout > 16:
+		return fmt.Errorf("-destinations: want 2..16")
+	}
+	return nil
+}

@@ -27,6 +27,7 @@ type Report struct {
 	Results  []Result           `json:"results"`
 	Summary  []Summary          `json:"summary"`
 	Speedup  map[string]float64 `json:"speedup_accepted_per_s"` // batched / naive of the median accepted/s, by concurrency
+	Ratios   []Ratio            `json:"drain_ratios,omitempty"` // the drain scenarios' comparisons
 	OK       bool               `json:"ok"`
 }
 
@@ -41,8 +42,10 @@ type Machine struct {
 	SyncCmt   string `json:"synchronous_commit"`
 }
 
-// Result is one (mode, concurrency) run.
+// Result is one (mode, concurrency) run. In the drain scenarios (ordering,
+// fanout) Mode names the run (unordered, ordered, hot-key, fanout-N).
 type Result struct {
+	Scenario       string  `json:"scenario,omitempty"` // ingest, ordering, fanout ("": ingest)
 	Mode           string  `json:"mode"`
 	Concurrency    int     `json:"concurrency"`
 	Round          int     `json:"round"` // 1.., with -repeat`
@@ -64,6 +67,31 @@ type Result struct {
 	// second: accepted events / (last completion - the worker's start). With
 	// -colocated the worker starts with the load, so it equals e2e.
 	ProcessedPerSec float64 `json:"processed_per_s"`
+	// DeliveriesPerSec is forwards completed (event, destination) per
+	// second over the same time: ProcessedPerSec × Destinations.
+	DeliveriesPerSec float64 `json:"deliveries_per_s,omitempty"`
+	// SteadyPerSec is events per second between the first completion and
+	// the last (the worker's start-up excluded).
+	SteadyPerSec float64 `json:"steady_events_per_s,omitempty"`
+	// The drain scenarios' setup: distinct data.object.id values (0: one
+	// per event), destinations, ordering, and the destination's latency
+	// (HeldMs: measured, the mean) with its bound on a hot key (1/latency).
+	Keys          int     `json:"keys,omitempty"`
+	Destinations  int     `json:"destinations,omitempty"`
+	Ordered       bool    `json:"ordered,omitempty"`
+	DestLatencyMs float64 `json:"destination_latency_ms,omitempty"`
+	HeldMs        float64 `json:"destination_held_ms,omitempty"`
+	BoundPerSec   float64 `json:"bound_per_s,omitempty"`
+	// The order check of an ordered run: lines (destination, key), lines
+	// forwarded out of their places' order, forwards begun while another
+	// of their line was in progress, places out of the senders' real-time
+	// order, places never forwarded in their line (not forwarded: LOST too;
+	// or forwarded without Hookline-Order-Key).
+	OrderLines      int `json:"order_lines,omitempty"`
+	OrderViolations int `json:"order_violations"`
+	Overlaps        int `json:"order_overlaps"`
+	Inversions      int `json:"order_realtime_inversions"`
+	Missing         int `json:"order_missing"`
 	// The processing phase's CPU per 1,000 events (default topology only:
 	// the worker process and Postgres from the worker's start to the last completion).
 	ProcCPUPer1k   float64 `json:"processing_hookline_cpu_s_per_1k,omitempty"`
@@ -77,17 +105,20 @@ type Result struct {
 	LoadPGCPUPer1k float64 `json:"load_postgres_cpu_s_per_1k"`
 	// Share of the machine's CPU during the load, by process (the bench
 	// process is the load generator and the destination).
-	LoadCPUPct   map[string]float64 `json:"load_cpu_pct"`
-	PeakRSSMB    float64            `json:"hookline_peak_rss_mb"`
-	OtherCPUPct  float64            `json:"other_processes_cpu_pct"` // CPU used by other processes during the load, % of the machine
-	MeanBatch    float64            `json:"mean_batch_size,omitempty"`
-	SignedInline int                `json:"signed_inline"`
-	Jobs         int                `json:"event_jobs"`
-	Lost         int                `json:"lost"`
-	Double       int                `json:"double"`
-	Stray        int                `json:"stray"`
-	Problem      string             `json:"problem,omitempty"`
-	Unchecked    bool               `json:"unchecked,omitempty"` // -no-drain: counts not checked
+	LoadCPUPct  map[string]float64 `json:"load_cpu_pct"`
+	PeakRSSMB   float64            `json:"hookline_peak_rss_mb"`
+	OtherCPUPct float64            `json:"other_processes_cpu_pct"` // CPU used by other processes during the load, % of the machine
+	// ProcOtherCPUPct is the same during the processing phase (default
+	// topology, subprocess).
+	ProcOtherCPUPct float64 `json:"processing_other_processes_cpu_pct,omitempty"`
+	MeanBatch       float64 `json:"mean_batch_size,omitempty"`
+	SignedInline    int     `json:"signed_inline"`
+	Jobs            int     `json:"event_jobs"`
+	Lost            int     `json:"lost"`
+	Double          int     `json:"double"`
+	Stray           int     `json:"stray"`
+	Problem         string  `json:"problem,omitempty"`
+	Unchecked       bool    `json:"unchecked,omitempty"` // -no-drain: counts not checked
 }
 
 func (r *Result) fill(ld *loadResult) {
@@ -148,7 +179,13 @@ func settingsOf(o options) map[string]any {
 		"hookline":               map[bool]string{true: "in-process", false: "subprocess"}[o.inProcess],
 		"topology":               topology(o),
 		"max_events_per_run":     o.maxEvents,
-		"body_bytes_approximate": len(stripeEvent("evt_naive_c64_000000001", 1764504000)),
+		"scenarios":              o.scenarios,
+		"backlog":                o.backlog,
+		"keys":                   o.keys,
+		"hot_key_events":         o.hotEvents,
+		"hot_key_latency":        o.latency.String(),
+		"fanout_destinations":    o.fanout,
+		"body_bytes_approximate": len(stripeEvent("evt_naive_c64_000000001", "pi_3Qnaive_c64_000000001", 1764504000)),
 	}
 }
 
@@ -159,16 +196,7 @@ func printHeader(w io.Writer) {
 }
 
 func printRow(w io.Writer, r *Result) {
-	check := fmt.Sprintf("LOST=%d DOUBLE=%d", r.Lost, r.Double)
-	if r.Unchecked {
-		check = "unchecked (-no-drain)"
-	}
-	if r.OtherCPUPct >= 5 {
-		check += fmt.Sprintf(" [other processes used %.0f%% of the CPU: noisy]", r.OtherCPUPct)
-	}
-	if r.Problem != "" {
-		check += " (" + r.Problem + ")"
-	}
+	check := checkText(r)
 	batch := "-"
 	if r.MeanBatch > 0 {
 		batch = fmt.Sprintf("%.1f", r.MeanBatch)
@@ -188,6 +216,7 @@ func printRow(w io.Writer, r *Result) {
 
 // Summary is the median of a (mode, concurrency)'s runs; with one run, that run.
 type Summary struct {
+	Scenario        string  `json:"scenario,omitempty"`
 	Mode            string  `json:"mode"`
 	Concurrency     int     `json:"concurrency"`
 	Runs            int     `json:"runs"`
@@ -198,6 +227,19 @@ type Summary struct {
 	P99ms           float64 `json:"ack_p99_ms"`
 	EndToEndPerSec  float64 `json:"e2e_events_per_s"`
 	ProcessedPerSec float64 `json:"processed_per_s"`
+	// The drain scenarios: processed/s min and max, medians of deliveries/s,
+	// steady events/s and the processing phase's CPU (hookline's and
+	// Postgres's, s per 1,000 events), the setup and the hot key's bound.
+	MinProcessed     float64 `json:"processed_per_s_min,omitempty"`
+	MaxProcessed     float64 `json:"processed_per_s_max,omitempty"`
+	DeliveriesPerSec float64 `json:"deliveries_per_s,omitempty"`
+	SteadyPerSec     float64 `json:"steady_events_per_s,omitempty"`
+	ProcCPUPer1k     float64 `json:"processing_hookline_cpu_s_per_1k,omitempty"`
+	ProcPGCPUPer1k   float64 `json:"processing_postgres_cpu_s_per_1k,omitempty"`
+	Keys             int     `json:"keys,omitempty"`
+	Destinations     int     `json:"destinations,omitempty"`
+	BoundPerSec      float64 `json:"bound_per_s,omitempty"`
+	HeldMs           float64 `json:"destination_held_ms,omitempty"`
 	// PairRatios are batched/naive of each round's two runs (batched rows only).
 	PairRatios []float64 `json:"pair_ratios,omitempty"`
 }
@@ -248,6 +290,9 @@ func summarize(rs []Result) []Summary {
 			EndToEndPerSec:  median(col(func(r Result) float64 { return r.EndToEndPerSec })),
 			ProcessedPerSec: median(col(func(r Result) float64 { return r.ProcessedPerSec })),
 		}
+		if sc := g[0].Scenario; sc != "" && sc != scenarioIngest {
+			s.fillDrain(g, col)
+		}
 		if k.mode == modeBatched {
 			for _, r := range g {
 				for _, n := range groups[key{modeNaive, k.c}] {
@@ -260,6 +305,20 @@ func summarize(rs []Result) []Summary {
 		out = append(out, s)
 	}
 	return out
+}
+
+// fillDrain sets a drain scenario's summary fields from its runs g (col
+// gives a column of g).
+func (s *Summary) fillDrain(g []Result, col func(func(Result) float64) []float64) {
+	proc := col(func(r Result) float64 { return r.ProcessedPerSec })
+	s.Scenario, s.Keys, s.Destinations = g[0].Scenario, g[0].Keys, g[0].Destinations
+	s.MinProcessed, s.MaxProcessed = slices.Min(proc), slices.Max(proc)
+	s.DeliveriesPerSec = median(col(func(r Result) float64 { return r.DeliveriesPerSec }))
+	s.SteadyPerSec = median(col(func(r Result) float64 { return r.SteadyPerSec }))
+	s.ProcCPUPer1k = median(col(func(r Result) float64 { return r.ProcCPUPer1k }))
+	s.ProcPGCPUPer1k = median(col(func(r Result) float64 { return r.ProcPGCPUPer1k }))
+	s.BoundPerSec = median(col(func(r Result) float64 { return r.BoundPerSec }))
+	s.HeldMs = median(col(func(r Result) float64 { return r.HeldMs }))
 }
 
 // speedups is batched/naive of the median accepted/s, by concurrency.
@@ -279,7 +338,35 @@ func speedups(ss []Summary) map[string]float64 {
 	return out
 }
 
+// printFooter prints the summaries (the ingest scenario's, then each drain
+// scenario's) and the totals of the checks.
 func printFooter(w io.Writer, rep *Report) {
+	printIngestSummary(w, rep)
+	for _, sc := range []string{scenarioOrdering, scenarioFanout} {
+		if slices.ContainsFunc(rep.Summary, func(s Summary) bool { return s.Scenario == sc }) {
+			printDrainSummary(w, rep, sc)
+		}
+	}
+	var lost, double, stray, order, overlaps int
+	ordered := false
+	for _, r := range rep.Results {
+		lost, double, stray = lost+r.Lost, double+r.Double, stray+r.Stray
+		order, overlaps = order+r.OrderViolations+r.Inversions, overlaps+r.Overlaps
+		ordered = ordered || r.Ordered
+	}
+	fmt.Fprintf(w, "LOST=%d DOUBLE=%d", lost, double)
+	if ordered {
+		fmt.Fprintf(w, " OUT-OF-ORDER=%d OVERLAPS=%d", order, overlaps)
+	}
+	if stray > 0 {
+		fmt.Fprintf(w, " (stored or processed without a 2xx to the sender: %d)", stray)
+	}
+	fmt.Fprintln(w)
+}
+
+// printIngestSummary prints the ingest scenario's medians (with -repeat)
+// and batched/naive.
+func printIngestSummary(w io.Writer, rep *Report) {
 	var levels []int
 	for k := range rep.Speedup {
 		n, _ := strconv.Atoi(k)
@@ -288,12 +375,15 @@ func printFooter(w io.Writer, rep *Report) {
 	slices.Sort(levels)
 	repeated := false
 	for _, s := range rep.Summary {
-		repeated = repeated || s.Runs > 1
+		repeated = repeated || (s.Runs > 1 && s.Scenario == "")
 	}
 	if repeated {
 		fmt.Fprintln(w, "summary: median of each level's runs (min-max), the modes having taken turns")
 		fmt.Fprintf(w, "%-8s %5s %5s %11s %15s %7s %7s %12s  %s\n", "MODE", "C", "RUNS", "ACCEPTED/s", "(min-max)", "P50 ms", "P99 ms", "PROCESSED/s", "batched/naive per round")
 		for _, s := range rep.Summary {
+			if s.Scenario != "" {
+				continue
+			}
 			var pairs []string
 			for _, p := range s.PairRatios {
 				pairs = append(pairs, fmt.Sprintf("%.1f×", p))
@@ -313,15 +403,6 @@ func printFooter(w io.Writer, rep *Report) {
 		}
 		fmt.Fprintf(w, "batched vs naive accepted/s%s: %s\n", of, strings.Join(parts, ", "))
 	}
-	var lost, double, stray int
-	for _, r := range rep.Results {
-		lost, double, stray = lost+r.Lost, double+r.Double, stray+r.Stray
-	}
-	fmt.Fprintf(w, "LOST=%d DOUBLE=%d", lost, double)
-	if stray > 0 {
-		fmt.Fprintf(w, " (stored or processed without a 2xx to the sender: %d)", stray)
-	}
-	fmt.Fprintln(w)
 }
 
 func writeResults(dir string, rep *Report) error {
@@ -334,6 +415,9 @@ func writeResults(dir string, rep *Report) error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
 		return err
+	}
+	if len(ingestPoints(rep)) == 0 {
+		return nil // no ingest runs: nothing to draw
 	}
 	return os.WriteFile(filepath.Join(dir, "chart.svg"), []byte(chartSVG(rep)), 0o644)
 }
@@ -360,11 +444,7 @@ func chartSVG(rep *Report) string {
 		top, bottom  = 72, 360
 		leftA, leftB = 80, 560
 	)
-	// One point per (mode, level): the median of its runs.
-	points := rep.Summary
-	if len(points) == 0 { // results.json of an older version
-		points = summarize(rep.Results)
-	}
+	points := ingestPoints(rep)
 	var levels []int
 	for _, r := range points {
 		if !slices.Contains(levels, r.Concurrency) {
@@ -457,6 +537,22 @@ func chartSVG(rep *Report) string {
 	}
 	sb.WriteString("</svg>\n")
 	return sb.String()
+}
+
+// ingestPoints are the chart's points, one per (mode, level) of the ingest
+// scenario: the median of its runs.
+func ingestPoints(rep *Report) []Summary {
+	all := rep.Summary
+	if len(all) == 0 { // results.json of an older version
+		all = summarize(rep.Results)
+	}
+	var points []Summary
+	for _, s := range all {
+		if s.Mode == modeNaive || s.Mode == modeBatched {
+			points = append(points, s)
+		}
+	}
+	return points
 }
 
 func niceCeil(v float64) float64 {

@@ -14,8 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,7 +25,6 @@ import (
 	"github.com/hookline/hookline/internal/app"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/pgcluster"
-	"github.com/hookline/hookline/jobs"
 	"github.com/hookline/hookline/migrations"
 )
 
@@ -122,45 +119,60 @@ func run(ctx context.Context, o options, stdout io.Writer) (*Report, error) {
 		Settings: settingsOf(o),
 		OK:       true,
 	}
-	fmt.Fprintf(stdout, "hookline-bench: %s, %d CPUs, %s (fsync %s); %s per run, %.0f%% duplicates; hookline %s, %s\n",
-		rep.Machine.GoVersion, rep.Machine.CPUs, rep.Machine.Postgres, rep.Machine.Fsync, o.duration, o.dupRatio*100,
+	fmt.Fprintf(stdout, "hookline-bench: %s, %d CPUs, %s (fsync %s); scenarios %s; ingest runs %s each; %.0f%% duplicates; hookline %s, %s\n",
+		rep.Machine.GoVersion, rep.Machine.CPUs, rep.Machine.Postgres, rep.Machine.Fsync, strings.Join(o.scenarios, ", "), o.duration, o.dupRatio*100,
 		map[bool]string{true: "in-process", false: "as a subprocess"}[o.inProcess], topology(o))
-	printHeader(stdout)
-	guess := map[string]float64{modeNaive: 3000, modeBatched: 20000}
-	for _, c := range o.levels {
-		// Rounds: the modes take turns, so that a slow spell of a shared
-		// machine falls on both rather than on one mode's runs.
-		for round := 1; round <= o.repeat; round++ {
-			for _, mode := range o.modes {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				r, err := b.runOne(ctx, mode, c, round, guess[mode])
-				if err != nil {
-					return nil, fmt.Errorf("%s c=%d round %d: %w", mode, c, round, err)
-				}
-				if r.AcceptedPerSec > 0 {
-					guess[mode] = r.AcceptedPerSec
-				}
-				rep.Results = append(rep.Results, *r)
-				printRow(stdout, r)
-				if r.Lost > 0 || r.Double > 0 || r.Problem != "" {
-					rep.OK = false
-				}
-			}
-		}
+	if err := b.runScenarios(ctx, rep); err != nil {
+		return nil, err
 	}
 	rep.Finished = time.Now().UTC()
 	rep.Summary = summarize(rep.Results)
 	rep.Speedup = speedups(rep.Summary)
+	rep.Ratios = drainRatios(rep.Results, o.fanout)
 	printFooter(stdout, rep)
 	if o.out != "" {
 		if err := writeResults(o.out, rep); err != nil {
 			return rep, err
 		}
-		fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(o.out, "results.json"), filepath.Join(o.out, "chart.svg"))
+		wrote := filepath.Join(o.out, "results.json")
+		if len(ingestPoints(rep)) > 0 {
+			wrote += " and " + filepath.Join(o.out, "chart.svg")
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", wrote)
 	}
 	return rep, nil
+}
+
+// runScenarios runs each scenario's plan, printing a row per run.
+func (b *bench) runScenarios(ctx context.Context, rep *Report) error {
+	guess := map[string]float64{modeNaive: 3000, modeBatched: 20000}
+	for _, sc := range b.o.scenarios {
+		if sc == scenarioIngest {
+			printHeader(b.out)
+		} else {
+			printDrainHeader(b.out, sc, b.o)
+		}
+		for _, spec := range plan(b.o, sc) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			r, err := b.runOne(ctx, spec, guess[spec.name])
+			if err != nil {
+				return fmt.Errorf("%s c=%d round %d: %w", spec.name, spec.c, spec.round, err)
+			}
+			if r.AcceptedPerSec > 0 {
+				guess[spec.name] = r.AcceptedPerSec
+			}
+			rep.Results = append(rep.Results, *r)
+			if sc == scenarioIngest {
+				printRow(b.out, r)
+			} else {
+				printDrainRow(b.out, r)
+			}
+			rep.OK = rep.OK && r.ok()
+		}
+	}
+	return nil
 }
 
 const templateDB = "hookline_bench_template"
@@ -202,8 +214,10 @@ func withDatabase(u, db string) string {
 	return parsed.String()
 }
 
-// configYAML is hookline's configuration for one run.
-func (b *bench) configYAML(mode, db, listen, destURL string) string {
+// configYAML is hookline's configuration for one run. Every destination
+// is the loopback destination (destURL); with several, Hookline-Destination
+// tells them apart.
+func (b *bench) configYAML(spec runSpec, db, listen, destURL string) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "listen: %q\ndatabase_url: %q\nshutdown_timeout: 10s\n", listen, withDatabase(b.server, db))
 	if b.o.workers > 0 {
@@ -212,7 +226,7 @@ func (b *bench) configYAML(mode, db, listen, destURL string) string {
 	if b.o.maxConns > 0 {
 		fmt.Fprintf(&sb, "database: {max_conns: %d}\n", b.o.maxConns)
 	}
-	fmt.Fprintf(&sb, "ingest:\n  batch: %v\n", mode == modeBatched)
+	fmt.Fprintf(&sb, "ingest:\n  batch: %v\n", spec.batch)
 	if b.o.batchSize > 0 {
 		fmt.Fprintf(&sb, "  batch_size: %d\n", b.o.batchSize)
 	}
@@ -228,10 +242,18 @@ sources:
     provider: stripe
     secrets: [%q]
     tolerance: 1h
-    destination:
-      url: %q
-      timeout: 10s
-`, b.secret, destURL)
+`, b.secret)
+	if spec.ordered {
+		sb.WriteString("    ordering: {key: \"json:data.object.id\", by: \"json:created\", stale: deliver}\n")
+	}
+	if spec.dests <= 1 {
+		fmt.Fprintf(&sb, "    destination:\n      url: %q\n      timeout: 10s\n", destURL)
+		return sb.String()
+	}
+	sb.WriteString("    destinations:\n")
+	for _, name := range spec.destNames() {
+		fmt.Fprintf(&sb, "      - {name: %s, url: %q, timeout: 10s}\n", name, destURL)
+	}
 	return sb.String()
 }
 
@@ -345,268 +367,6 @@ func (in *instance) peakRSS() int64 {
 		return ru.Maxrss << 10
 	}
 	return procHWM(in.cmd.Process.Pid)
-}
-
-func (b *bench) runOne(ctx context.Context, mode string, c, round int, rateGuess float64) (*Result, error) {
-	name := fmt.Sprintf("%s_c%d", mode, c)
-	if b.o.repeat > 1 {
-		name += fmt.Sprintf("_r%d", round)
-	}
-	db := "bench_" + name
-	if _, err := b.admin.Exec(ctx, "CREATE DATABASE "+db+" TEMPLATE "+templateDB); err != nil {
-		return nil, err
-	}
-	defer func() {
-		_, _ = b.admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
-	}()
-	// A checkpoint now, so that one run's dirty pages are not flushed during the next.
-	_, _ = b.admin.Exec(ctx, "CHECKPOINT")
-	pool, err := pgxpool.New(ctx, withDatabase(b.server, db))
-	if err != nil {
-		return nil, err
-	}
-	defer pool.Close()
-
-	sink := b.dest.newSink(name)
-	cfgFor := func() (string, int, error) {
-		port, err := freePort()
-		if err != nil {
-			return "", 0, err
-		}
-		return b.configYAML(mode, db, fmt.Sprintf("127.0.0.1:%d", port), b.dest.url+"/hooks/"+name), port, nil
-	}
-	role := app.RoleIngest
-	if b.o.colocated {
-		role = app.RoleAll
-	}
-	cfgText, port, err := cfgFor()
-	if err != nil {
-		return nil, err
-	}
-	in, err := b.start(ctx, name, cfgText, port, role)
-	if err != nil {
-		return nil, err
-	}
-	running := []*instance{in}
-	defer func() {
-		for _, in := range running {
-			_ = in.Stop()
-		}
-	}()
-
-	// Pre-sign enough events for the run at the rate this mode reached last
-	// time (more are signed on the fly if the load outruns the guess).
-	n := int(rateGuess*1.4*b.o.duration.Seconds()) + 2000
-	n = min(n, 600_000)
-	if b.o.maxEvents > 0 {
-		n = min(n, b.o.maxEvents)
-	}
-	gen, err := newGenerator(b.secret, name, in.url+"/webhooks/stripe", n)
-	if err != nil {
-		return nil, err
-	}
-	runtime.GC()
-
-	var prof *os.File
-	if b.o.cpuProfile != "" {
-		if prof, err = os.Create(fmt.Sprintf("%s-%s-%d.prof", strings.TrimSuffix(b.o.cpuProfile, ".prof"), mode, c)); err != nil {
-			return nil, err
-		}
-		if err := pprof.StartCPUProfile(prof); err != nil {
-			return nil, err
-		}
-	}
-	cpu0, pg0, self0, sys0 := in.cpu(), pgCPU(b.pmPid), selfCPU(), systemCPU()
-	b.logf("%s: load for %s", name, b.o.duration)
-	ld := runLoad(ctx, loadConfig{concurrency: c, duration: b.o.duration,
-		dupRatio: b.o.dupRatio, maxEvents: b.o.maxEvents, gen: gen})
-	if prof != nil {
-		pprof.StopCPUProfile()
-		prof.Close()
-	}
-	b.logf("%s: %d accepted, waiting for processing", name, len(ld.accepted))
-	r := &Result{Mode: mode, Concurrency: c, Round: round, DurationSec: ld.elapsed.Seconds()}
-	// Other processes' share of the machine during the load: the numbers
-	// are only comparable when it is near zero.
-	loadHL, loadPG, loadSelf := in.cpu()-cpu0, pgCPU(b.pmPid)-pg0, selfCPU()-self0
-	if sys := systemCPU() - sys0; sys > 0 {
-		ours := loadHL + loadPG + loadSelf
-		if b.o.inProcess {
-			ours = loadHL + loadPG
-		}
-		r.OtherCPUPct = max(0, 100*(sys-ours).Seconds()/(ld.elapsed.Seconds()*float64(runtime.NumCPU())))
-	}
-	if n := len(ld.accepted); n > 0 {
-		r.LoadCPUPer1k = loadHL.Seconds() / float64(n) * 1000
-		r.LoadPGCPUPer1k = loadPG.Seconds() / float64(n) * 1000
-	}
-	if s := ld.elapsed.Seconds() * float64(runtime.NumCPU()); s > 0 {
-		r.LoadCPUPct = map[string]float64{
-			"hookline": 100 * loadHL.Seconds() / s, "postgres": 100 * loadPG.Seconds() / s, "bench": 100 * loadSelf.Seconds() / s,
-		}
-	}
-	var cpu time.Duration
-	var rss int64
-	procStart, procPG0 := ld.first, pg0
-	if b.o.noDrain {
-		r.MeanBatch = meanBatch(in.url)
-		r.PeakRSSMB = float64(in.peakRSS()) / (1 << 20)
-		r.fill(ld)
-		r.CPUPer1k, r.PGCPUPer1k = r.LoadCPUPer1k, r.LoadPGCPUPer1k
-		r.Unchecked = true
-		return r, nil
-	}
-	if !b.o.colocated {
-		// The ingest process is done: account for it, stop it and let a
-		// worker process drain the queue.
-		cpu, rss = in.cpu()-cpu0, in.peakRSS()
-		r.MeanBatch = meanBatch(in.url)
-		running = nil
-		if err := in.Stop(); err != nil {
-			b.logf("%s: stop: %v", name, err)
-		}
-		if cfgText, port, err = cfgFor(); err != nil {
-			return nil, err
-		}
-		// Processing is timed from before the worker starts (its start-up,
-		// ~0.2 s, counts against it): it may work before /readyz answers.
-		procStart, procPG0 = time.Now(), pgCPU(b.pmPid)
-		if in, err = b.start(ctx, name+"_worker", cfgText, port, app.RoleWorker); err != nil {
-			return nil, err
-		}
-		running = []*instance{in}
-		cpu0 = in.cpu()
-	}
-
-	// Wait until every accepted event is processed: no event job left
-	// unfinished and every accepted event completed.
-	drainDeadline := time.Now().Add(b.o.drainTimeout)
-	var completed int
-	var pendingJobs bool
-	for {
-		// EXISTS stops at the first unfinished job: counting a backlog of
-		// tens of thousands every poll cost the server measurable CPU,
-		// charged to processing.
-		var err error
-		if pendingJobs, err = jobs.AnyUnfinishedJob(ctx, pool); err != nil {
-			return nil, err
-		}
-		if !pendingJobs {
-			if err := pool.QueryRow(ctx, `SELECT count(*) FROM hookline_event_destinations WHERE state = 'completed'`).Scan(&completed); err != nil {
-				return nil, err
-			}
-			if completed >= len(ld.accepted) {
-				break
-			}
-		}
-		if time.Now().After(drainDeadline) {
-			r.Problem = fmt.Sprintf("drain timeout: %d of %d accepted events completed (jobs unfinished: %v) after %s",
-				completed, len(ld.accepted), pendingJobs, b.o.drainTimeout)
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	pg1, self1 := pgCPU(b.pmPid), selfCPU()
-	cpu += in.cpu() - cpu0
-	rss = max(rss, in.peakRSS())
-	if b.o.colocated {
-		r.MeanBatch = meanBatch(in.url)
-	}
-	workerCPU := in.cpu() - cpu0
-	r.PeakRSSMB = float64(rss) / (1 << 20)
-	var lastDone *time.Time
-	_ = pool.QueryRow(ctx, `SELECT max(completed_at) FROM hookline_event_destinations`).Scan(&lastDone)
-	running = nil
-	if err := in.Stop(); err != nil {
-		b.logf("%s: stop: %v", name, err)
-	}
-
-	r.fill(ld)
-	if n := len(ld.accepted); n > 0 {
-		if lastDone != nil {
-			r.EndToEndPerSec = float64(n) / lastDone.Sub(ld.first).Seconds()
-			r.DrainSec = max(0, lastDone.Sub(ld.last).Seconds())
-			if s := lastDone.Sub(procStart).Seconds(); s > 0 {
-				r.ProcessedPerSec = float64(n) / s
-			}
-		}
-		if !b.o.colocated {
-			r.ProcCPUPer1k = workerCPU.Seconds() / float64(n) * 1000
-			r.ProcPGCPUPer1k = (pg1 - procPG0).Seconds() / float64(n) * 1000
-		}
-		r.CPUPer1k = cpu.Seconds() / float64(n) * 1000
-		r.PGCPUPer1k = (pg1 - pg0).Seconds() / float64(n) * 1000
-		r.BenchCPUPer1k = (self1 - self0).Seconds() / float64(n) * 1000
-	}
-	r.SignedInline = int(gen.inline.Load())
-	if err := b.check(ctx, pool, sink, ld, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// check compares what the senders were told with what Postgres holds and
-// what the destination received.
-func (b *bench) check(ctx context.Context, pool *pgxpool.Pool, sink *sink, ld *loadResult, r *Result) error {
-	rows, err := pool.Query(ctx, `SELECT event_id, state FROM hookline_event_destinations WHERE source = 'stripe'`)
-	if err != nil {
-		return err
-	}
-	state := map[string]string{}
-	for rows.Next() {
-		var id, st string
-		if err := rows.Scan(&id, &st); err != nil {
-			rows.Close()
-			return err
-		}
-		state[id] = st
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	js, err := jobs.ReadJobStats(ctx, pool, false)
-	if err != nil {
-		return err
-	}
-	hits := sink.snapshot()
-	for id, n := range ld.accepted {
-		if n > 1 {
-			r.Double++ // accepted twice: two jobs for one event
-			continue
-		}
-		st, ok := state[id]
-		h := hits["stripe:"+id]
-		switch {
-		case !ok || st != "completed" || h == 0:
-			r.Lost++
-		case h > 1:
-			r.Double++
-		}
-	}
-	for key, h := range hits {
-		id := strings.TrimPrefix(key, "stripe:")
-		if _, ok := ld.accepted[id]; !ok {
-			r.Stray++ // processed but never acknowledged as accepted (e.g. the sender gave up waiting)
-			if h > 1 {
-				r.Double++
-			}
-		}
-	}
-	for id := range state {
-		if _, ok := ld.accepted[id]; !ok && hits["stripe:"+id] == 0 {
-			r.Stray++
-		}
-	}
-	r.Jobs = js.Total
-	if js.Total != len(ld.accepted)+r.Stray {
-		r.Problem = strings.TrimPrefix(r.Problem+fmt.Sprintf("; %d event jobs for %d accepted events", js.Total, len(ld.accepted)), "; ")
-	}
-	return nil
 }
 
 // meanBatch reads the mean group-commit batch size from /metrics.
