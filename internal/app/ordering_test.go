@@ -255,7 +255,7 @@ func TestOrderingAcrossInstancesAndACrash(t *testing.T) {
 	const keys, perKey, senders = 500, 5, 32
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))
 	dest := newLineSink(t, 3*time.Millisecond, func(id string, n int) int {
-		if n == 1 && rng.IntN(10) == 0 { // racy rand use is fine: only the distribution matters
+		if n == 1 && rand.IntN(10) == 0 { // the package-level source: safe from many goroutines
 			return http.StatusInternalServerError
 		}
 		return http.StatusOK
