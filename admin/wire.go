@@ -301,34 +301,39 @@ func parseTime(name, v string) (time.Time, error) {
 func filterOf(source, destination, reason, eventType, since, until string) (jobs.DeadFilter, error) {
 	f := jobs.DeadFilter{Source: source, Destination: destination, Reason: reason, EventType: eventType}
 	var err error
-	if f.Since, err = parseTime("since", since); err != nil {
+	if f.Since, f.Until, err = timeRange(since, until); err != nil {
 		return f, err
 	}
-	if f.Until, err = parseTime("until", until); err != nil {
-		return f, err
-	}
-	if err := f.Validate(); err != nil {
-		name, msg, _ := strings.Cut(err.Error(), ": ")
-		return f, paramError{name, msg}
-	}
-	return f, nil
+	return f, invalidParam(f.Validate())
 }
 
 // eventFilterOf is the filter of GET /admin/events.
 func eventFilterOf(source, state, typ, idPrefix, since, until string) (jobs.EventFilter, error) {
 	f := jobs.EventFilter{Source: source, State: state, Type: typ, IDPrefix: idPrefix}
 	var err error
-	if f.Since, err = parseTime("since", since); err != nil {
+	if f.Since, f.Until, err = timeRange(since, until); err != nil {
 		return f, err
 	}
-	if f.Until, err = parseTime("until", until); err != nil {
-		return f, err
+	return f, invalidParam(f.Validate())
+}
+
+// timeRange parses the since and until parameters of a filter.
+func timeRange(since, until string) (from, to time.Time, err error) {
+	if from, err = parseTime("since", since); err != nil {
+		return from, to, err
 	}
-	if err := f.Validate(); err != nil {
-		name, msg, _ := strings.Cut(err.Error(), ": ")
-		return f, paramError{name, msg}
+	to, err = parseTime("until", until)
+	return from, to, err
+}
+
+// invalidParam is a filter's Validate error ("field: message") as the
+// paramError that names the field; nil stays nil.
+func invalidParam(err error) error {
+	if err == nil {
+		return nil
 	}
-	return f, nil
+	name, msg, _ := strings.Cut(err.Error(), ": ")
+	return paramError{name, msg}
 }
 
 // limitOf is the page size of ?limit=: DefaultAdminLimit when empty, at

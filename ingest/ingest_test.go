@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -248,6 +249,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 			body := stripeBody("evt_race")
 			sig := signedStripe(body, time.Now())
 			var mu sync.Mutex
+			var retried atomic.Int64 // requests sent again after a 503
 			statuses := map[string]int{}
 			var wg sync.WaitGroup
 			start := make(chan struct{})
@@ -258,8 +260,8 @@ func TestConcurrentDuplicates(t *testing.T) {
 					// 100 transactions; on a loaded machine some wait past the
 					// commit bound): every delivery must end 200.
 					a := post(t, b.url+"/webhooks/stripe", body, "Stripe-Signature", sig)
-					for try := 0; a.Status == http.StatusServiceUnavailable && try < 50; try++ {
-						time.Sleep(50 * time.Millisecond) // a provider's pause before its retry
+					for try := 0; a.Status == http.StatusServiceUnavailable && try < 20; try++ {
+						retried.Add(1)
 						a = post(t, b.url+"/webhooks/stripe", body, "Stripe-Signature", sig)
 					}
 					mu.Lock()
@@ -273,13 +275,28 @@ func TestConcurrentDuplicates(t *testing.T) {
 			}
 			close(start)
 			wg.Wait()
-			require.Equal(t, map[string]int{"accepted": 1, "duplicate": 99}, statuses)
+			// A request answered 503 may still have committed (the commit
+			// bound ran out while COMMIT was on its way): its retry is then a
+			// duplicate receipt. Without retries the counts are exact.
+			extra := retried.Load()
+			require.Equal(t, 100, statuses["accepted"]+statuses["duplicate"], "every delivery ends 200: %v", statuses)
+			if extra == 0 {
+				require.Equal(t, 1, statuses["accepted"], statuses)
+			} else {
+				require.LessOrEqual(t, statuses["accepted"], 1, statuses)
+			}
 			require.Equal(t, 1, countJobs(t, b.pool, "evt_race"))
 			var dead, deliveries int
 			require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM hookline_dead WHERE event_id='evt_race' AND reason='duplicate'`).Scan(&dead))
-			require.Equal(t, tc.wantDL, dead)
+			require.GreaterOrEqual(t, dead, tc.wantDL)
+			if tc.wantDL == 0 {
+				require.Zero(t, dead)
+			} else {
+				require.LessOrEqual(t, int64(dead), int64(tc.wantDL)+extra)
+			}
 			require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT deliveries FROM hookline_events WHERE event_id='evt_race'`).Scan(&deliveries))
-			require.Equal(t, 100, deliveries)
+			require.GreaterOrEqual(t, deliveries, 100)
+			require.LessOrEqual(t, int64(deliveries), 100+extra)
 		})
 	}
 }

@@ -630,8 +630,10 @@ func resolve(src *Source, pr *providers.Request, d *Delivery) error {
 			}
 			de := DeliveryEvent{ID: it.Event.ID, Type: it.Event.Type, Offset: it.Offset, Length: len(it.Body),
 				Matched: match(src, it.Event.Type, it.Body)}
-			if err := orderEvent(src.Ordering, &providers.Request{Body: it.Body, Header: pr.Header, URL: pr.URL}, &de); err != nil {
-				return fmt.Errorf("batch item %d: %w", i, err)
+			if src.Ordering != nil { // the item's own request only for an ordered source
+				if err := orderEvent(src.Ordering, &providers.Request{Body: it.Body, Header: pr.Header, URL: pr.URL}, &de); err != nil {
+					return fmt.Errorf("batch item %d: %w", i, err)
+				}
 			}
 			d.Events = append(d.Events, de)
 		}

@@ -104,18 +104,19 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 func waitFor(t *testing.T, ctx context.Context, js string, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	var last error
-	for time.Now().Before(deadline) {
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		ok, err := chromedp.Run(sctx, chromedp.Evaluate[bool](js))
-		cancel()
-		if err == nil && ok {
+	for {
+		// Poll evaluates js in the page on every animation frame until it
+		// is true, for at most a second: a navigation (a form post) may
+		// leave it watching the old page, so it starts again in the
+		// current one until the deadline.
+		_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(time.Second)))
+		if err == nil {
 			return
 		}
-		last = err
-		time.Sleep(100 * time.Millisecond)
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("waited %v for %s: %v", within, js, err)
+		}
 	}
-	t.Fatalf("waited %v for %s (last error: %v)", within, js, last)
 }
 
 // screenshot writes the viewport as name.png into the test's temporary

@@ -62,6 +62,24 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
 
+// exitCode reports err of `hookline name` on stderr and returns the exit
+// status: 0 without an error, 2 for a usage error (pointing at --help),
+// else 1.
+func exitCode(stderr io.Writer, name string, err error) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "hookline %s: %v\n", name, err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "run 'hookline %s --help' for usage\n", name)
+		}
+		return 2
+	}
+	return 1
+}
+
 // Run is cmdDead with a context and the deadCommand's environment.
 func (cmd *deadCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || slices.Contains([]string{"-h", "--help", "help"}, args[0]) {
@@ -83,18 +101,7 @@ func (cmd *deadCommand) Run(ctx context.Context, args []string, stdout, stderr i
 	default:
 		err = usagef("unknown command %q (want list, show, retry or delete)", args[0])
 	}
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintln(stderr, "hookline dead:", err)
-	var ue usageError
-	if errors.As(err, &ue) {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "run 'hookline dead --help' for usage")
-		}
-		return 2
-	}
-	return 1
+	return exitCode(stderr, "dead", err)
 }
 
 type deadOptions struct {

@@ -73,18 +73,7 @@ func (cmd *destinationsCommand) Run(ctx context.Context, args []string, stdout, 
 	default:
 		err = usagef("unknown command %q (want list, pause or resume)", args[0])
 	}
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintln(stderr, "hookline destinations:", err)
-	var ue usageError
-	if errors.As(err, &ue) {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "run 'hookline destinations --help' for usage")
-		}
-		return 2
-	}
-	return 1
+	return exitCode(stderr, "destinations", err)
 }
 
 func (cmd *destinationsCommand) run(ctx context.Context, getenv func(string) string, verb string, args []string, stdout io.Writer) error {

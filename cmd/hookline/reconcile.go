@@ -48,20 +48,11 @@ type reconcileCommand struct {
 // Run is cmdReconcile with a context and the command's environment.
 func (cmd *reconcileCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := cmd.run(ctx, args, stdout)
-	var ue usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
+	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, reconcileUsage)
 		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "hookline reconcile:", err)
-		fmt.Fprintln(stderr, "run 'hookline reconcile --help' for usage")
-		return 2
 	}
-	fmt.Fprintln(stderr, "hookline reconcile:", err)
-	return 1
+	return exitCode(stderr, "reconcile", err)
 }
 
 func (cmd *reconcileCommand) run(ctx context.Context, args []string, stdout io.Writer) error {

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/hookline/hookline/internal/app"
 	"github.com/hookline/hookline/internal/pgtest"
+	"github.com/hookline/hookline/jobs"
 	"github.com/hookline/hookline/providers"
 )
 
@@ -47,21 +49,23 @@ func adminGet(t *testing.T, base, path string) (int, map[string]any) {
 func eventState(t *testing.T, base, source, id string, within time.Duration, want ...string) map[string]any {
 	t.Helper()
 	var last map[string]any
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
+	timeout := time.After(within)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
 		code, ev := adminGet(t, base, "/admin/events/"+source+"/"+url.PathEscape(id))
 		if code == http.StatusOK {
 			last = ev
-			for _, w := range want {
-				if ev["state"] == w {
-					return ev
-				}
+			if slices.Contains(want, fmt.Sprint(ev["state"])) {
+				return ev
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-tick.C:
+		case <-timeout:
+			t.Fatalf("event %s/%s is not %v within %s; last lookup: %v", source, id, want, within, last)
+		}
 	}
-	t.Fatalf("event %s/%s is not %v within %s; last lookup: %v", source, id, want, within, last)
-	return nil
 }
 
 // deadItem returns the newest dead item of the event, with its payload.
@@ -330,11 +334,15 @@ func TestReplayWithFreshUnsignedID(t *testing.T) {
 		defer dest.mu.Unlock()
 		return len(dest.headers) == len(cases)
 	}, 30*time.Second, 50*time.Millisecond)
-	time.Sleep(time.Second) // nothing else arrives
+	// Nothing else can arrive once no job waits or runs.
+	pool := connect(t, dbURL)
+	require.Eventually(t, func() bool {
+		unfinished, err := jobs.AnyUnfinishedJob(context.Background(), pool)
+		return err == nil && !unfinished
+	}, 30*time.Second, 50*time.Millisecond)
 	dest.mu.Lock()
 	defer dest.mu.Unlock()
 	require.Len(t, dest.headers, len(cases), "one forward per original delivery, none for the replays")
-	pool := connect(t, dbURL)
 	var events int
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM hookline_events`).Scan(&events))
 	require.Equal(t, len(cases), events)
