@@ -213,7 +213,11 @@ func (w *EventWorker) complete(ctx context.Context, q sender, r *run, status int
 	var n int64
 	var err error
 	if r.ev.line != nil {
-		n, err = endPlace(ctx, q, r.src.Name, r.t.Name, r.ev.ID, r.ev.line, sql, args)
+		var woke bool
+		n, woke, err = endPlace(ctx, q, r.src.Name, r.t.Name, r.ev.ID, r.ev.line, sql, args)
+		if woke {
+			w.wakes.Wake(QueueFor(r.src.Name, r.t.Name))
+		}
 	} else {
 		err = q.QueryRow(ctx, sql, args...).Scan(&n)
 	}

@@ -122,16 +122,21 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	})
 }
 
+// queueFetchCooldown is the event queues' fetch cooldown: while a backlog
+// drains, River fetches again as soon as slots free up, at most this often.
+// It is also the window of the notifications that wake a line's next job
+// (queueWaker).
+const queueFetchCooldown = 5 * time.Millisecond
+
 // queues are the River queues a worker process runs: one per destination
 // (QueueFor), with the process's workers or the destination's in-flight
 // cap if lower, so that a slow or paused destination holds only its own;
 // the queue of jobs written before destinations had queues; River's
-// default queue for the periodic jobs. A short fetch cooldown on the event
-// queues: while a backlog drains, River fetches again as soon as slots free
-// up, at most this often.
+// default queue for the periodic jobs; a short fetch cooldown on the event
+// queues (queueFetchCooldown).
 func queues(sources []*Source, workers int) map[string]river.QueueConfig {
 	q := map[string]river.QueueConfig{
-		Queue:              {MaxWorkers: workers, FetchCooldown: 5 * time.Millisecond},
+		Queue:              {MaxWorkers: workers, FetchCooldown: queueFetchCooldown},
 		river.QueueDefault: {MaxWorkers: 2},
 	}
 	for _, s := range sources {
@@ -140,7 +145,7 @@ func queues(sources []*Source, workers int) map[string]river.QueueConfig {
 			if t.MaxInFlight > 0 {
 				n = min(n, t.MaxInFlight)
 			}
-			q[QueueFor(s.Name, t.Name)] = river.QueueConfig{MaxWorkers: n, FetchCooldown: 5 * time.Millisecond}
+			q[QueueFor(s.Name, t.Name)] = river.QueueConfig{MaxWorkers: n, FetchCooldown: queueFetchCooldown}
 		}
 	}
 	return q

@@ -61,6 +61,7 @@ type EventWorker struct {
 	fwd     *Forwarder
 	sources map[string]*Source
 	gate    *gate
+	wakes   *queueWaker // notifies the queues of jobs woken by completions
 	m       *metrics.Metrics
 	log     *slog.Logger
 
@@ -115,6 +116,10 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 	}
 	w := &EventWorker{pool: cfg.Pool, claims: claims, fwd: cfg.Forwarder, sources: map[string]*Source{}, m: m, log: cfg.Logger,
 		gate: newGate(cfg.Pool)}
+	w.wakes = newQueueWaker(func(ctx context.Context, sql string, args ...any) error {
+		_, err := cfg.Pool.Exec(ctx, sql, args...)
+		return err
+	}, queueFetchCooldown, cfg.Logger)
 	for _, s := range cfg.Sources {
 		if err := s.withDefaults(); err != nil {
 			return nil, err

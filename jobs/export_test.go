@@ -12,3 +12,11 @@ func CompleteRunningJobForTest(ctx context.Context, pool *pgxpool.Pool, id int64
 	_, err := pool.Exec(ctx, completeRunningJobSQL("$1", "true"), id)
 	return err
 }
+
+// UniqueKeySQL and LegacyUniqueKeySQL are the unique keys PostgreSQL computes
+// from parameters $1 (source), $2 (event id) and $3 (destination).
+var (
+	UniqueKeySQL       = uniqueKeySQL("$1", "$2", "$3")
+	LegacyUniqueKeySQL = legacyUniqueKeySQL("$1", "$2")
+	HasActiveJobSQL    = hasActiveJobSQL("$1", "$2", "$3")
+)

@@ -55,27 +55,31 @@ type batchSender interface {
 // endPlace runs end (sql with args, answering one count) between the
 // lock of the event's line and its advance, in one round trip and one
 // transaction (q's, or the implicit one of the batch), and returns end's
-// count. The advance raises the line's greatest ordering.by with the
-// event's when end completed it with a forward (advanceLineSQL).
-func endPlace(ctx context.Context, q batchSender, source, dest, eventID string, place *linePlace, sql string, args []any) (int64, error) {
+// count and whether the advance woke the line's next job. The advance
+// raises the line's greatest ordering.by with the event's when end
+// completed it with a forward (advanceLineSQL). Inside a transaction (q a
+// pgx.Tx, committed by the caller) the advance notifies River itself;
+// otherwise the batch has committed when endPlace returns, and a wake is
+// the caller's to send (queueWaker).
+func endPlace(ctx context.Context, q batchSender, source, dest, eventID string, place *linePlace, sql string, args []any) (n int64, woke bool, err error) {
+	_, inTx := q.(pgx.Tx)
 	b := &pgx.Batch{}
 	b.Queue(lockLineSQL, source, dest, place.key)
 	b.Queue(sql, args...)
-	b.Queue(advanceLineSQL, source, dest, place.key, eventID, place.by, place.byKind)
+	b.Queue(advanceLineSQL, source, dest, place.key, eventID, place.by, place.byKind, inTx)
 	br := q.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
-		return 0, fmt.Errorf("lock ordering line: %w", err)
+		return 0, false, fmt.Errorf("lock ordering line: %w", err)
 	}
-	var n int64
 	if err := br.QueryRow().Scan(&n); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	var woke int64
-	if err := br.QueryRow().Scan(&woke); err != nil {
-		return 0, fmt.Errorf("advance ordering line: %w", err)
+	var wakes int64
+	if err := br.QueryRow().Scan(&wakes); err != nil {
+		return 0, false, fmt.Errorf("advance ordering line: %w", err)
 	}
-	return n, br.Close()
+	return n, wakes > 0 && !inTx, br.Close()
 }
 
 // lockLine and advanceLine bracket, inside tx, statements that end a place
@@ -89,7 +93,7 @@ func lockLine(ctx context.Context, tx pgx.Tx, source, dest, key string) error {
 
 func advanceLine(ctx context.Context, tx pgx.Tx, source, dest, key string) error {
 	var woke int64
-	if err := tx.QueryRow(ctx, advanceLineSQL, source, dest, key, "", nil, nil).Scan(&woke); err != nil {
+	if err := tx.QueryRow(ctx, advanceLineSQL, source, dest, key, "", nil, nil, true).Scan(&woke); err != nil {
 		return fmt.Errorf("advance ordering line: %w", err)
 	}
 	return nil

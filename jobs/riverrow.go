@@ -135,11 +135,11 @@ func InsertNotifySQL(queues ...string) string {
 // (source, eventID, destination: SQL expressions) available now, as River
 // would schedule it; it answers the job's queue. Only hookline puts event
 // jobs in 'pending' (a place in an ordering line that is not the head); River
-// leaves such jobs alone until this statement moves them.
+// leaves such jobs alone until this statement moves them. It finds the job
+// through River's unique index (activeJobSQL).
 func wakePendingJobSQL(source, eventID, destination string) string {
 	return `UPDATE river_job j SET state = 'available', scheduled_at = now()
-		WHERE j.kind = '` + EventArgs{}.Kind() + `' AND j.state = 'pending'
-		  AND j.args @> jsonb_build_object('source', ` + source + `, 'event_id', ` + eventID + `, 'destination', ` + destination + `)
+		WHERE ` + activeJobSQL("j", uniqueKeySQL(source, eventID, destination)) + ` AND j.state = 'pending'
 		RETURNING j.queue`
 }
 
@@ -175,14 +175,52 @@ var unfinishedStates = func() string {
 // hasActiveJobSQL is a condition true when the event's destination
 // (source, eventID, destination: SQL expressions) has an active job; a job
 // without a destination (written before destinations had names) counts for
-// the default one. It probes River's args index.
+// the default one. It probes River's unique index.
 func hasActiveJobSQL(source, eventID, destination string) string {
-	return `EXISTS (SELECT 1 FROM river_job j
-			WHERE j.kind = '` + EventArgs{}.Kind() + `'
-			  AND j.args @> jsonb_build_object('source', ` + source + `, 'event_id', ` + eventID + `)
-			  AND COALESCE(j.args->>'destination', '` + DefaultDestination + `') = ` + destination + `
-			  AND j.state IN (` + unfinishedStates + `))`
+	keys := `ARRAY[` + uniqueKeySQL(source, eventID, destination) + `, CASE WHEN ` + destination + ` = '` + DefaultDestination + `' THEN ` + legacyUniqueKeySQL(source, eventID) + ` END]`
+	return `EXISTS (SELECT 1 FROM river_job j WHERE ` + activeJobSQL("j", "ANY("+keys+")") + `)`
 }
+
+// activeJobSQL is a condition on river_job row j: an event job whose unique
+// key is key (an expression, or ANY(array)) and which still counts as its
+// event's active job. It repeats the predicate of River's unique index
+// (river_job_unique_idx) so that PostgreSQL can serve it from that index: one
+// index probe per key, where a search of the args (GIN) index intersects
+// posting lists as long as the queue (every job of a source shares its
+// 'source' entry).
+func activeJobSQL(j, key string) string {
+	return j + `.unique_key = ` + key + ` AND ` + j + `.unique_states IS NOT NULL
+		  AND river_job_state_in_bitmask(` + j + `.unique_states, ` + j + `.state)
+		  AND ` + j + `.kind = '` + EventArgs{}.Kind() + `' AND ` + j + `.state IN (` + unfinishedStates + `)`
+}
+
+// uniqueKeySQL is NewEventJob's unique key computed by PostgreSQL from SQL
+// expressions (text): the same bytes hashed, each string encoded as
+// encoding/json encodes it (jsonStringSQL).
+func uniqueKeySQL(source, eventID, destination string) string {
+	return `sha256(convert_to(` + sqlString(uniqueKeyPrefix) + ` || ` + jsonStringSQL(destination) +
+		` || ',"event_id":' || ` + jsonStringSQL(eventID) + ` || ',"source":' || ` + jsonStringSQL(source) + ` || '}', 'UTF8'))`
+}
+
+// legacyUniqueKeySQL is the unique key of a job written before destinations
+// had names: its args were only source and event id.
+func legacyUniqueKeySQL(source, eventID string) string {
+	return `sha256(convert_to(` + sqlString("&kind="+EventArgs{}.Kind()+`&args={"event_id":`) + ` || ` + jsonStringSQL(eventID) +
+		` || ',"source":' || ` + jsonStringSQL(source) + ` || '}', 'UTF8'))`
+}
+
+// jsonStringSQL encodes a text expression as a JSON string exactly as
+// encoding/json does (River encodes args with json.Marshal): to_json's
+// escapes (quote, backslash, control characters) are Go's, and Go also
+// escapes <, >, & and U+2028, U+2029. Both produce valid UTF-8 only, which
+// PostgreSQL text always is.
+func jsonStringSQL(x string) string {
+	return `replace(replace(replace(replace(replace(to_json((` + x + `)::text)::text,
+		'<', '\u003c'), '>', '\u003e'), '&', '\u0026'), chr(8232), '\u2028'), chr(8233), '\u2029')`
+}
+
+// sqlString is s as a SQL string literal.
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // QueueStats is the event queue's depth and lag.
 type QueueStats struct {

@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -84,6 +85,67 @@ func ExampleNewEventJob() {
 	// Output:
 	// {"source":"stripe","event_id":"evt_123","destination":"billing"}
 	// 32-byte unique key, states 11110001, max_attempts 1000, queue hookline-stripe-billing-57b15171
+}
+
+// The unique key PostgreSQL computes (to find a job by River's unique
+// index) is NewEventJob's, for strings every JSON escape applies to; the
+// legacy key (args without a destination) is River's key of such args.
+func TestUniqueKeySQLIsNewEventJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	strs := []string{"stripe", "", "evt_1", `q"<&>\`, "é☃ 😀\u2028\u2029", "\x01\x1f\x7f\b\f\n\r\t", "a'b", "<script>&amp;</script>", strings.Repeat("x", 300)}
+	for _, src := range strs {
+		for _, id := range strs {
+			dest := id + "-dest"
+			var got, legacy []byte
+			require.NoError(t, pool.QueryRow(ctx, `SELECT `+jobs.UniqueKeySQL+`, `+jobs.LegacyUniqueKeySQL, src, id, dest).Scan(&got, &legacy))
+			want, err := jobs.NewEventJob(src, id, dest, 1)
+			require.NoError(t, err)
+			require.Equal(t, want.UniqueKey, got, "source %q, event %q", src, id)
+			args, err := json.Marshal(struct {
+				EventID string `json:"event_id"`
+				Source  string `json:"source"`
+			}{id, src})
+			require.NoError(t, err)
+			wantLegacy := sha256.Sum256([]byte("&kind=" + jobs.EventArgs{}.Kind() + "&args=" + string(args)))
+			require.Equal(t, wantLegacy[:], legacy, "legacy key of source %q, event %q", src, id)
+		}
+	}
+}
+
+// Finding an event's active job is a probe of River's unique index, not a
+// search of the args index: the plan names the unique index.
+func TestActiveJobLookupUsesRiversUniqueIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	var params []river.InsertManyParams
+	for i := range 2000 {
+		params = append(params, river.InsertManyParams{Args: jobs.EventArgs{Source: "stripe", EventID: fmt.Sprint("evt_", i), Destination: jobs.DefaultDestination}, InsertOpts: jobs.InsertOptsFor(3)})
+	}
+	_, err = rc.InsertMany(ctx, params)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `ANALYZE river_job`)
+	require.NoError(t, err)
+	var has bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT `+jobs.HasActiveJobSQL, "stripe", "evt_7", jobs.DefaultDestination).Scan(&has))
+	require.True(t, has)
+	require.NoError(t, pool.QueryRow(ctx, `SELECT `+jobs.HasActiveJobSQL, "stripe", "evt_7", "other").Scan(&has))
+	require.False(t, has, "another destination's job is not this one's")
+	var plan strings.Builder
+	rows, err := pool.Query(ctx, `EXPLAIN SELECT `+jobs.HasActiveJobSQL, "stripe", "evt_7", jobs.DefaultDestination)
+	require.NoError(t, err)
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		plan.WriteString(line + "\n")
+	}
+	require.NoError(t, rows.Err())
+	require.Contains(t, plan.String(), "river_job_unique_idx", plan.String())
+	require.NotContains(t, plan.String(), "river_job_args_index", plan.String())
 }
 
 // NewEventJob's args are json.Marshal(EventArgs), byte for byte, and its

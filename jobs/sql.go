@@ -285,7 +285,7 @@ var stmt = struct {
 // after the cursor ($2, $3, $4, $5), at most $6, queued more than $1 µs
 // ago), those without an active job, then one row for the window's last
 // one (the next cursor) with the window's size. The anti-join is in a WHERE
-// so that PostgreSQL probes the job table's args index per row.
+// so that PostgreSQL probes River's unique index per row.
 //
 // A destination with a place in an ordering line answers its key
 // (line_key): its job is re-enqueued pending, and the line advanced, which
@@ -346,11 +346,13 @@ const lockLineSQL = `SELECT 1 FROM hookline_order_keys WHERE source = $1 AND des
 // advanceLineSQL moves a line (source $1, destination $2, key $3) on:
 // done_seq becomes the place before the first one still queued (every
 // place when none is), and the job of the place after it, the new head, if
-// it waits (pending), becomes available, with River's insert notification
-// to wake a worker. When event $4 was forwarded with a 2xx in this very
+// it waits (pending), becomes available; River's insert notification wakes
+// a worker. When event $4 was forwarded with a 2xx in this very
 // transaction (completed at now(), not skipped), its ordering.by ($5, a
-// decimal, of kind $6) raises the line's greatest by. It answers the
-// number of jobs made available (0 or 1).
+// decimal, of kind $6) raises the line's greatest by. With $7 the
+// notification goes in this transaction; without, the caller sends it once
+// committed (queueWaker). It answers the number of jobs made available (0
+// or 1).
 var advanceLineSQL = `WITH line AS (
 		UPDATE hookline_order_keys k SET
 			done_seq = COALESCE((SELECT min(r.order_seq) - 1 FROM hookline_event_destinations r
@@ -365,7 +367,7 @@ var advanceLineSQL = `WITH line AS (
 		SELECT r.event_id FROM hookline_event_destinations r, line
 		WHERE r.source = $1 AND r.destination = $2 AND r.order_key = $3 AND r.order_seq = line.done_seq + 1 AND r.state = 'queued'),
 	woke AS (` + wakePendingJobSQL("$1", "(SELECT event_id FROM head)", "$2") + `)
-	SELECT count(*) FROM (SELECT ` + notifyQueueSQL("woke.queue") + ` FROM woke) n`
+	SELECT count(*) FROM (SELECT CASE WHEN $7::bool THEN ` + notifyQueueSQL("woke.queue") + ` END FROM woke) n`
 
 // raisesBySQL: event $4's by ($5, kind $6) was forwarded in this
 // transaction and is greater than the line's (or the line has none).
