@@ -103,6 +103,9 @@ type eventAnswer struct {
 	Origin string `json:"origin"`
 	// OrderKey is the event's ordering key; omitted when unordered.
 	OrderKey string `json:"order_key,omitempty"`
+	// TraceID is the W3C trace id the event was received under; omitted
+	// when it has none (stored before tracing, or reconciled).
+	TraceID string `json:"trace_id,omitempty"`
 	// Skipped is "stale" when the event completed without being forwarded
 	// to any destination (ordering.stale: skip); omitted otherwise.
 	Skipped string `json:"skipped,omitempty"`
@@ -246,7 +249,7 @@ func itemOf(it *jobs.DeadItem) deadItem {
 func eventOf(ev *jobs.EventStatus, p *jobs.StoredPayload) eventAnswer {
 	out := eventAnswer{Source: ev.Source, EventID: ev.EventID, EventType: ev.EventType, State: ev.State,
 		Deliveries: ev.Deliveries, Attempts: ev.Attempts, ReceivedAt: ev.ReceivedAt.UTC(), LastError: ev.LastError,
-		Origin: ev.Origin, OrderKey: ev.OrderKey, Skipped: ev.Skipped}
+		Origin: ev.Origin, OrderKey: ev.OrderKey, TraceID: ev.TraceID, Skipped: ev.Skipped}
 	if ev.CompletedAt != nil {
 		t := ev.CompletedAt.UTC()
 		out.CompletedAt = &t

@@ -30,6 +30,9 @@ type Delivery struct {
 	// Origin is where the delivery came from: OriginWebhook (also when
 	// empty) or OriginReconcile.
 	Origin string
+	// TraceParent is the W3C traceparent of the span that received the
+	// delivery; the workers' spans continue its trace. "": none.
+	TraceParent string
 }
 
 // Origins of a delivery.
@@ -267,6 +270,7 @@ type batch struct {
 	bodyLen []int32
 	bodies  []byte
 	origins []string
+	traces  []string
 }
 
 // layoutBatch lays ds out in the two reused buffers (per batch they are
@@ -276,11 +280,11 @@ type batch struct {
 func layoutBatch(ds []*Delivery, bodyBuf, hdrBuf *[]byte) *batch {
 	n := len(ds)
 	b := &batch{ds: ds, src: make([]string, n), recv: make([]time.Time, n), cts: make([]string, n), hdrs: make([][]byte, n),
-		bodyAt: make([]int32, n), bodyLen: make([]int32, n), origins: make([]string, n), firstOf: map[string]*eventRow{}}
+		bodyAt: make([]int32, n), bodyLen: make([]int32, n), origins: make([]string, n), traces: make([]string, n), firstOf: map[string]*eventRow{}}
 	bodies, hjson := (*bodyBuf)[:0], (*hdrBuf)[:0]
 	hAt := make([]int, n+1)
 	for i, d := range ds {
-		b.src[i], b.recv[i], b.cts[i], b.origins[i] = d.Source.Name, d.ReceivedAt, d.ContentType, d.origin()
+		b.src[i], b.recv[i], b.cts[i], b.origins[i], b.traces[i] = d.Source.Name, d.ReceivedAt, d.ContentType, d.origin(), d.TraceParent
 		h, _ := json.Marshal(d.Headers) //nolint:errchkjson // strings always encode
 		hjson = append(hjson, h...)
 		hAt[i+1] = len(hjson)
@@ -347,7 +351,7 @@ func (b *batch) storeArgs(direct bool) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	args = append(args, c.src, c.id, c.dest, c.deliv, c.off, c.len, c.matched, c.orderKey, c.orderBy, c.orderByKind, b.origins)
+	args = append(args, c.src, c.id, c.dest, c.deliv, c.off, c.len, c.matched, c.orderKey, c.orderBy, c.orderByKind, b.origins, b.traces)
 	if !direct {
 		return args, nil
 	}

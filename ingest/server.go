@@ -31,11 +31,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/hookline/hookline/internal/defaults"
 	"github.com/hookline/hookline/internal/httpjson"
 	"github.com/hookline/hookline/internal/metrics"
+	"github.com/hookline/hookline/internal/tracing"
 	"github.com/hookline/hookline/jobs"
 	"github.com/hookline/hookline/providers"
 )
@@ -175,6 +179,9 @@ type Config struct {
 	// serves; nil: a fresh one with the Go and process collectors.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger // nil: slog.Default()
+	// Tracer starts each request's span (continuing the sender's
+	// traceparent); nil: spans with real ids that record nothing.
+	Tracer trace.Tracer
 	// Ready reports readiness (Postgres reachable and migrated); nil pings the pool.
 	Ready func(ctx context.Context) error
 }
@@ -238,6 +245,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = tracing.IDsOnly()
 	}
 	s := &Server{cfg: cfg, sources: map[string]*Source{}, m: metrics.For(cfg.Registry), log: cfg.Logger,
 		db: &store{pool: cfg.Pool, river: cfg.River}, pending: semaphore.NewWeighted(cfg.MaxPendingBytes)}
@@ -355,6 +365,13 @@ func (s *Server) receive(c echo.Context) error {
 		return httpjson.Error(c, http.StatusNotFound, "unknown source")
 	}
 	defer func() { s.m.IngestSeconds.WithLabelValues(src.Name).Observe(time.Since(start).Seconds()) }()
+	span := s.startSpan(c, src)
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(semconv.HTTPResponseStatusCode(c.Response().Status))
+		}
+		span.End()
+	}()
 	if src.sem != nil {
 		select {
 		case src.sem <- struct{}{}:
@@ -371,7 +388,10 @@ func (s *Server) receive(c echo.Context) error {
 		return s.refuse(c, src, *ref)
 	}
 	pr := &providers.Request{Body: body, Header: c.Request().Header, URL: requestURL(c.Request())}
-	if ref := s.verify(c, src, pr); ref != nil {
+	_, verifying := tracing.Step(c.Request().Context(), s.cfg.Tracer, "verify")
+	ref = s.verify(c, src, pr)
+	verifying.End()
+	if ref != nil {
 		return s.refuse(c, src, *ref)
 	}
 	if rp, ok := src.Provider.(providers.Responder); ok {
@@ -383,9 +403,12 @@ func (s *Server) receive(c echo.Context) error {
 	if err := resolve(src, pr, d); err != nil {
 		return s.refuse(c, src, refusal{http.StatusBadRequest, metrics.BadRequest, err.Error()})
 	}
-	results, err := s.store(c.Request().Context(), d, deadline)
+	d.TraceParent = tracing.TraceParent(c.Request().Context())
+	ctx, committing := tracing.Step(c.Request().Context(), s.cfg.Tracer, "commit")
+	results, err := s.store(ctx, d, deadline)
+	committing.End()
 	if err != nil {
-		s.log.Warn("delivery not stored", "source", src.Name, "error", err.Error(), "request_id", requestID(c))
+		s.log.WarnContext(ctx, "delivery not stored", "source", src.Name, "error", err.Error(), "request_id", requestID(c))
 		msg := "storage unavailable; retry later"
 		if errors.Is(err, ErrBusy) {
 			msg = "ingest is saturated; retry later"
@@ -393,6 +416,20 @@ func (s *Server) receive(c echo.Context) error {
 		return s.refuse(c, src, refusal{http.StatusServiceUnavailable, metrics.Unavailable, msg})
 	}
 	return s.answer(c, src, results)
+}
+
+// startSpan starts the request's span, continuing the sender's
+// traceparent if it sent one, and puts it in the request's context.
+func (s *Server) startSpan(c echo.Context, src *Source) trace.Span {
+	req := c.Request()
+	ctx, span := s.cfg.Tracer.Start(tracing.Extract(req.Context(), req.Header), "POST /webhooks/{source}",
+		trace.WithSpanKind(trace.SpanKindServer))
+	if span.IsRecording() {
+		span.SetAttributes(semconv.HTTPRequestMethodKey.String(req.Method), semconv.HTTPRoute("/webhooks/{source}"),
+			attribute.String("hookline.source", src.Name))
+	}
+	c.SetRequest(req.WithContext(ctx))
+	return span
 }
 
 // handshake answers GET /webhooks/{source}: a provider's handshake when its
@@ -443,7 +480,7 @@ func (s *Server) verify(c echo.Context, src *Source, pr *providers.Request) *ref
 	case err == nil:
 		return nil
 	case errors.Is(err, providers.ErrUnavailable):
-		s.log.Warn("verification unavailable", "source", src.Name, "error", err.Error(), "request_id", requestID(c))
+		s.log.WarnContext(c.Request().Context(), "verification unavailable", "source", src.Name, "error", err.Error(), "request_id", requestID(c))
 		return &refusal{http.StatusServiceUnavailable, metrics.Unavailable, "signature verification unavailable; retry later"}
 	case errors.Is(err, providers.ErrTooDeep):
 		return &refusal{http.StatusBadRequest, metrics.BadRequest, err.Error()}
@@ -452,7 +489,7 @@ func (s *Server) verify(c echo.Context, src *Source, pr *providers.Request) *ref
 	if ss, ok := src.Provider.(providers.SignatureStatuser); ok {
 		status = ss.InvalidSignatureStatus()
 	}
-	s.log.Info("delivery rejected", "source", src.Name, "status", status, "error", err.Error(), "request_id", requestID(c))
+	s.log.InfoContext(c.Request().Context(), "delivery rejected", "source", src.Name, "status", status, "error", err.Error(), "request_id", requestID(c))
 	return &refusal{status, metrics.InvalidSignature, err.Error()}
 }
 
@@ -497,7 +534,7 @@ func (s *Server) answer(c echo.Context, src *Source, results []EventResult) erro
 		if !r.firstSeen.IsZero() {
 			s.m.RedeliveryGap.WithLabelValues(src.Name).Observe(time.Since(r.firstSeen).Seconds())
 		}
-		s.log.Info("duplicate delivery", "source", src.Name, "event_id", r.EventID, "on_duplicate", string(src.OnDuplicate), "request_id", requestID(c))
+		s.log.InfoContext(c.Request().Context(), "duplicate delivery", "source", src.Name, "event_id", r.EventID, "on_duplicate", string(src.OnDuplicate), "request_id", requestID(c))
 	}
 	if _, isBatch := src.Provider.(providers.Splitter); isBatch {
 		return c.JSON(http.StatusOK, batchResponse{Status: overall, Source: src.Name, Events: results})
@@ -536,7 +573,7 @@ func (s *Server) readBody(c echo.Context, src *Source, deadline time.Time) (body
 			err := s.pending.Acquire(ctx, n)
 			cancel()
 			if err != nil {
-				s.log.Warn("delivery refused: pending bodies at max_pending_bytes", "source", src.Name, "max_pending_bytes", s.cfg.MaxPendingBytes, "request_id", requestID(c))
+				s.log.WarnContext(c.Request().Context(), "delivery refused: pending bodies at max_pending_bytes", "source", src.Name, "max_pending_bytes", s.cfg.MaxPendingBytes, "request_id", requestID(c))
 				return &refusal{http.StatusServiceUnavailable, metrics.Unavailable, "ingest is saturated; retry later"}
 			}
 		}
@@ -606,7 +643,7 @@ func (s *Server) bodyError(c echo.Context, src *Source, err error, tooLarge *ref
 	case errors.As(err, &mbe):
 		return tooLarge
 	case errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
-		s.log.Info("delivery refused: body not received in time", "source", src.Name, "body_timeout", s.cfg.BodyTimeout.String(), "request_id", requestID(c))
+		s.log.InfoContext(c.Request().Context(), "delivery refused: body not received in time", "source", src.Name, "body_timeout", s.cfg.BodyTimeout.String(), "request_id", requestID(c))
 		return &refusal{http.StatusRequestTimeout, metrics.BadRequest, fmt.Sprintf("the body did not arrive within ingest.body_timeout (%s)", s.cfg.BodyTimeout)}
 	}
 	return &refusal{http.StatusBadRequest, metrics.BadRequest, "could not read body"}

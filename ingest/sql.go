@@ -11,8 +11,8 @@ import "github.com/hookline/hookline/jobs"
 // events' destinations; storeSQL and storeJobsSQL end with them.
 //
 //   - d, ins, ids: the delivery ids drawn from the sequence, the deliveries
-//     inserted (with their origin, $27: webhook or reconcile), and their ids
-//     in order. The bodies travel as one bytea ($14) cut by offset and
+//     inserted (with their origin, $27: webhook or reconcile, and the W3C
+//     traceparent of their ingest span, $28), and their ids in order. The bodies travel as one bytea ($14) cut by offset and
 //     length ($5, $6): a bytea[] of n bodies costs the client several
 //     copies of them.
 //   - ck: the content keys ($15; NULL where the id is signed) of events whose
@@ -60,11 +60,11 @@ import "github.com/hookline/hookline/jobs"
 const storeCTEs = `
 WITH d AS MATERIALIZED (
 	SELECT nextval('hookline_deliveries_id_seq') AS id, u.*
-	FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::jsonb[], $5::int[], $6::int[], $27::text[]) WITH ORDINALITY
-		AS u(source, received_at, content_type, headers, body_at, body_len, origin, ord)
+	FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::jsonb[], $5::int[], $6::int[], $27::text[], $28::text[]) WITH ORDINALITY
+		AS u(source, received_at, content_type, headers, body_at, body_len, origin, traceparent, ord)
 ), ins AS (
-	INSERT INTO hookline_deliveries (id, source, received_at, content_type, headers, body, origin)
-	SELECT id, source, received_at, content_type, headers, substring($14::bytea FROM body_at FOR body_len), origin FROM d
+	INSERT INTO hookline_deliveries (id, source, received_at, content_type, headers, body, origin, traceparent)
+	SELECT id, source, received_at, content_type, headers, substring($14::bytea FROM body_at FOR body_len), origin, NULLIF(traceparent, '') FROM d
 ), ids AS (
 	SELECT array_agg(id ORDER BY ord) AS ids FROM d
 ), ck AS (
@@ -162,16 +162,16 @@ const storeSQL = storeCTEs + storeAnswer
 
 // storeJobsSQL is storeSQL that also inserts the River jobs of the
 // destinations queued: the group committer's whole transaction is one round
-// trip. Each candidate has its job row ($28 args, $29 max_attempts, $30
-// unique key, $31 queue: jobs.NewEventJob), pending when its line has not
+// trip. Each candidate has its job row ($29 args, $30 max_attempts, $31
+// unique key, $32 queue: jobs.NewEventJob), pending when its line has not
 // reached it; River's conflict rule decides (a job already waiting or
 // running for the destination: nothing inserted, a duplicate). The job rows
-// answer ('job': skipped); $32 on are jobs.EventJobParams.
+// answer ('job': skipped); $33 on are jobs.EventJobParams.
 var storeJobsSQL = storeCTEs + `, job AS (` + jobs.InsertEventJobsSQL(`
 	SELECT j.args, j.max_attempts, j.unique_key, j.queue, j.ord, q.waits
-	FROM unnest($17::text[], $18::text[], $19::text[], $28::jsonb[], $29::int2[], $30::bytea[], $31::text[]) WITH ORDINALITY
+	FROM unnest($17::text[], $18::text[], $19::text[], $29::jsonb[], $30::int2[], $31::bytea[], $32::text[]) WITH ORDINALITY
 		AS j(source, event_id, destination, args, max_attempts, unique_key, queue, ord)
-		JOIN q ON q.source = j.source AND q.event_id = j.event_id AND q.destination = j.destination`, 32) + `
+		JOIN q ON q.source = j.source AND q.event_id = j.event_id AND q.destination = j.destination`, 33) + `
 )` + storeAnswer + `
 UNION ALL
 SELECT 'job', NULL, source, event_id, destination, NULL, NULL, skipped FROM job`

@@ -15,9 +15,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookline/hookline/idem"
 	"github.com/hookline/hookline/internal/dberr"
+	"github.com/hookline/hookline/internal/tracing"
 )
 
 // The steps of one attempt around the destination call: claim and start,
@@ -115,7 +118,7 @@ func (w *EventWorker) claimAndStart(ctx context.Context, r *run) error {
 		o           lineColumns
 	)
 	err = w.pool.QueryRow(ctx, sql, args...).Scan(&token, &expiresAt, &attempts, &ev.budgetAttempt, &eventType,
-		&deliveryID, &contentType, &ev.rawHeaders, &receivedAt, &ev.Body, &origin, &o.key, &o.inLine, &o.by, &o.byKind, &o.stale)
+		&deliveryID, &contentType, &ev.rawHeaders, &receivedAt, &ev.Body, &origin, &o.key, &o.inLine, &o.by, &o.byKind, &o.stale, &ev.traceParent)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return w.claimAndStartTx(ctx, r, opts)
 	}
@@ -159,7 +162,7 @@ func (w *EventWorker) claimAndStartTx(ctx context.Context, r *run, opts idem.Opt
 		var o lineColumns
 		err = tx.QueryRow(ctx, startSQL, r.src.Name, r.job.Args.EventID, r.t.Name, r.job.ID).
 			Scan(&ev.Attempt, &ev.budgetAttempt, &ev.Type, &ev.DeliveryID, &ev.ContentType, &headers, &ev.ReceivedAt, &ev.Body,
-				&ev.Origin, &o.key, &o.inLine, &o.by, &o.byKind, &o.stale)
+				&ev.Origin, &o.key, &o.inLine, &o.by, &o.byKind, &o.stale, &ev.traceParent)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoEvent
 		}
@@ -202,6 +205,8 @@ func (w *EventWorker) handle(ctx context.Context, r *run) error {
 // transaction: the line is locked first and advanced last (endPlace).
 // skipped ("stale", or "" when forwarded) records why it was not forwarded.
 func (w *EventWorker) complete(ctx context.Context, q sender, r *run, status int, skipped string) error {
+	ctx, span := tracing.Step(ctx, w.tracer, "complete")
+	defer span.End()
 	st := r.claim.CompleteStatement()
 	sql := w.completeSQL.get(func() string { return completeSQL(st.SQL, len(st.Args)) })
 	var skip *string
@@ -243,9 +248,12 @@ func (w *EventWorker) fail(ctx context.Context, r *run, workErr error) error {
 	ctx = context.WithoutCancel(ctx) // record the outcome even during shutdown
 	final := r.ev.budgetAttempt >= r.t.MaxAttempts
 	msg := CleanText(workErr.Error(), maxErrorBytes)
+	trace.SpanFromContext(ctx).SetStatus(codes.Error, msg)
+	ctx, span := tracing.Step(ctx, w.tracer, "record failure")
+	defer span.End()
 	err := w.recordFailure(ctx, r, workErr, msg, final)
 	if err != nil && !errors.Is(err, idem.ErrLeaseLost) && !dberr.Unavailable(err) {
-		w.log.Warn("could not record the attempt's error; recording a notice instead", "source", r.src.Name, "event_id", r.ev.ID, "error", err.Error())
+		w.log.WarnContext(ctx, "could not record the attempt's error; recording a notice instead", "source", r.src.Name, "event_id", r.ev.ID, "error", err.Error())
 		err = w.recordFailure(ctx, r, workErr, "the attempt failed; its error could not be recorded (see the worker's log)", final)
 	}
 	if errors.Is(err, idem.ErrLeaseLost) {
@@ -257,11 +265,11 @@ func (w *EventWorker) fail(ctx context.Context, r *run, workErr error) error {
 	log := []any{"source", r.src.Name, "destination", r.t.Name, "event_id", r.ev.ID, "attempt", r.ev.Attempt, "error", msg}
 	if final {
 		w.m.Deliveries.WithLabelValues(r.src.Name, r.t.Name, "dead").Inc()
-		w.log.Warn("event dead: attempts ran out", log...)
+		w.log.WarnContext(ctx, "event dead: attempts ran out", log...)
 		return nil
 	}
 	w.m.Deliveries.WithLabelValues(r.src.Name, r.t.Name, "failure").Inc()
-	w.log.Info("attempt failed; will retry", log...)
+	w.log.InfoContext(ctx, "attempt failed; will retry", log...)
 	var de *DestinationError
 	if errors.As(workErr, &de) && de.RetryAfter > 0 {
 		// The destination said when: the next attempt waits until then

@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookline/hookline/idem"
 	"github.com/hookline/hookline/internal/defaults"
@@ -35,8 +36,10 @@ type ClientConfig struct {
 	CleanupInterval time.Duration
 	Registerer      prometheus.Registerer // where the metrics go; nil: nowhere served
 	// Alerts, when set, is scanned every AlertInterval by the leader.
-	Alerts    Alerter
-	Logger    *slog.Logger
+	Alerts Alerter
+	Logger *slog.Logger
+	// Tracer starts the attempts' spans (WorkerConfig.Tracer).
+	Tracer    trace.Tracer
 	Forwarder *Forwarder
 }
 
@@ -79,7 +82,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	if cfg.CleanupInterval <= 0 {
 		cfg.CleanupInterval = defaults.CleanupInterval
 	}
-	w, err := NewEventWorker(WorkerConfig{Pool: cfg.Pool, Sources: cfg.Sources, Registerer: cfg.Registerer, Logger: cfg.Logger, Forwarder: cfg.Forwarder})
+	w, err := NewEventWorker(WorkerConfig{Pool: cfg.Pool, Sources: cfg.Sources, Registerer: cfg.Registerer, Logger: cfg.Logger, Forwarder: cfg.Forwarder, Tracer: cfg.Tracer})
 	if err != nil {
 		return nil, err
 	}

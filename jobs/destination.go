@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookline/hookline/internal/defaults"
+	"github.com/hookline/hookline/internal/tracing"
 	"github.com/hookline/hookline/providers/standardwebhooks"
 )
 
@@ -93,6 +94,7 @@ func (f *Forwarder) Forward(ctx context.Context, d *Destination, ev *Event) (int
 	if err := f.setHeaders(req.Header, d, ev); err != nil {
 		return 0, err
 	}
+	tracing.Inject(ctx, req.Header) // traceparent: the forward's span in the event's trace
 	resp, err := f.client.Do(req)
 	if err != nil {
 		return 0, &DestinationError{Err: err}

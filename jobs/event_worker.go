@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -41,9 +42,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookline/hookline/idem"
 	"github.com/hookline/hookline/internal/metrics"
+	"github.com/hookline/hookline/internal/tracing"
 )
 
 // Namespace is the first part of every event claim key.
@@ -62,6 +68,7 @@ type EventWorker struct {
 	sources map[string]*Source
 	gate    *gate
 	wakes   *queueWaker // notifies the queues of jobs woken by completions
+	tracer  trace.Tracer
 	m       *metrics.Metrics
 	log     *slog.Logger
 
@@ -90,6 +97,9 @@ type WorkerConfig struct {
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger // nil: slog.Default()
 	Forwarder  *Forwarder   // nil: NewForwarder()
+	// Tracer starts each attempt's spans, in the trace its delivery was
+	// received under; nil: spans with real ids that record nothing.
+	Tracer trace.Tracer
 }
 
 // NewEventWorker builds the worker.
@@ -115,7 +125,10 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 		return nil, err
 	}
 	w := &EventWorker{pool: cfg.Pool, claims: claims, fwd: cfg.Forwarder, sources: map[string]*Source{}, m: m, log: cfg.Logger,
-		gate: newGate(cfg.Pool)}
+		gate: newGate(cfg.Pool), tracer: cfg.Tracer}
+	if w.tracer == nil {
+		w.tracer = tracing.IDsOnly()
+	}
 	w.wakes = newQueueWaker(func(ctx context.Context, sql string, args ...any) error {
 		_, err := cfg.Pool.Exec(ctx, sql, args...)
 		return err
@@ -221,10 +234,13 @@ func (w *EventWorker) Work(ctx context.Context, job *river.Job[EventArgs]) error
 	defer w.gate.leave(r)
 
 	// Claim, count the attempt and load the payload: one statement.
+	claimStart := time.Now()
 	if err := w.claimAndStart(ctx, r); err != nil {
 		return w.notClaimed(ctx, r, err)
 	}
 	claimedAt := time.Now()
+	ctx, span := w.startAttempt(ctx, r, claimStart)
+	defer span.End()
 	w.log.Debug("claimed", "source", src.Name, "destination", t.Name, "event_id", r.ev.ID, "attempt", r.ev.Attempt)
 	if r.ev.Stale && src.StaleSkip {
 		return w.skipStale(ctx, r)
@@ -243,6 +259,23 @@ func (w *EventWorker) Work(ctx context.Context, job *river.Job[EventArgs]) error
 	return w.outcome(ctx, r, workErr, leaseErr)
 }
 
+// startAttempt starts the attempt's span in the trace its delivery was
+// received under (a trace of its own when there is none) and records the
+// claim, which has just ended, as its first child.
+func (w *EventWorker) startAttempt(ctx context.Context, r *run, claimStart time.Time) (context.Context, trace.Span) {
+	if r.ev.traceParent != nil {
+		ctx = tracing.ContextWith(ctx, *r.ev.traceParent)
+	}
+	ctx, span := w.tracer.Start(ctx, "attempt", trace.WithTimestamp(claimStart), trace.WithSpanKind(trace.SpanKindConsumer))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("hookline.source", r.src.Name), attribute.String("hookline.destination", r.t.Name),
+			attribute.String("hookline.event_id", r.ev.ID), attribute.Int("hookline.attempt", r.ev.Attempt))
+		_, claim := w.tracer.Start(ctx, "claim", trace.WithTimestamp(claimStart))
+		claim.End()
+	}
+	return ctx, span
+}
+
 // outcome ends an attempt that ran: completed, lost to another holder,
 // delivered but unrecorded, or failed.
 func (w *EventWorker) outcome(ctx context.Context, r *run, workErr, leaseErr error) error {
@@ -254,14 +287,14 @@ func (w *EventWorker) outcome(ctx context.Context, r *run, workErr, leaseErr err
 	case errors.Is(workErr, idem.ErrLeaseLost) || errors.Is(leaseErr, idem.ErrLeaseLost):
 		// Another attempt took the key over after our lease expired: it owns
 		// the outcome now. Our effects (transactional mode) were rolled back.
-		w.log.Warn("lease lost; the new holder finishes the event", "source", r.src.Name, "destination", r.t.Name, "event_id", r.ev.ID)
+		w.log.WarnContext(ctx, "lease lost; the new holder finishes the event", "source", r.src.Name, "destination", r.t.Name, "event_id", r.ev.ID)
 		return nil
 	case errors.As(workErr, &delivered):
 		// The destination has the event; only our record of it failed. A 2xx
 		// is final: never the dead set. River retries the job with backoff;
 		// the next attempt forwards again (at-least-once) and completes.
 		w.gate.result(ctx, r, nil)
-		w.log.Warn("delivered, but the completion could not be recorded; the event will be forwarded again",
+		w.log.WarnContext(ctx, "delivered, but the completion could not be recorded; the event will be forwarded again",
 			"source", r.src.Name, "destination", r.t.Name, "event_id", r.ev.ID, "error", delivered.err.Error())
 		_ = r.claim.Release(context.WithoutCancel(ctx), nil)
 		return workErr
@@ -284,7 +317,7 @@ func (w *EventWorker) skipStale(ctx context.Context, r *run) error {
 		return err
 	}
 	w.m.Deliveries.WithLabelValues(r.src.Name, r.t.Name, "skipped").Inc()
-	w.log.Info("stale event skipped: an event of its ordering key with a greater ordering.by was already forwarded",
+	w.log.InfoContext(ctx, "stale event skipped: an event of its ordering key with a greater ordering.by was already forwarded",
 		"source", r.src.Name, "destination", r.t.Name, "event_id", r.ev.ID, "order_key", r.ev.OrderKey)
 	return nil
 }
@@ -332,7 +365,18 @@ func (e *deliveredError) Unwrap() error { return e.err }
 // not be lost to the job's cancellation or timeout.
 func (w *EventWorker) forward(jobCtx, workCtx context.Context, r *run) error {
 	r.start = time.Now()
-	status, err := w.fwd.Forward(workCtx, r.t.HTTP, r.ev)
+	fctx, span := w.tracer.Start(workCtx, "forward", trace.WithSpanKind(trace.SpanKindClient))
+	status, err := w.fwd.Forward(fctx, r.t.HTTP, r.ev)
+	if span.IsRecording() {
+		span.SetAttributes(semconv.HTTPRequestMethodKey.String(http.MethodPost))
+		if status > 0 {
+			span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+		}
+		if err != nil {
+			span.SetStatus(codes.Error, CleanText(err.Error(), maxErrorBytes))
+		}
+	}
+	span.End()
 	w.m.DestSeconds.WithLabelValues(r.src.Name).Observe(time.Since(r.start).Seconds())
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookline/hookline/idem"
 	"github.com/hookline/hookline/internal/metrics"
+	"github.com/hookline/hookline/internal/tracing"
 )
 
 // Event states as the event lookup reports them.
@@ -52,6 +53,10 @@ type EventStatus struct {
 	Origin string
 	// OrderKey is the event's ordering key ("" when unordered).
 	OrderKey string
+	// TraceID is the trace its first delivery was received under (the
+	// sender's, continued, or one hookline started); "" for events stored
+	// before tracing or found by reconciliation.
+	TraceID string
 	// Skipped is SkippedStale when every destination completed without a
 	// forward (ordering.stale: skip); "" otherwise.
 	Skipped string
@@ -108,12 +113,14 @@ func (e *Events) Lookup(ctx context.Context, source, eventID string) (*EventStat
 		return nil, ErrEventNotFound // a blank part names no event
 	}
 	ev := &EventStatus{Destinations: []DestinationStatus{}, AttemptsLog: []AttemptRecord{}}
+	var traceParent string
 	err := pgx.BeginTxFunc(ctx, e.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, stmt.lookupEvent, source, eventID).
-			Scan(&ev.Source, &ev.EventID, &ev.EventType, &ev.State, &ev.Deliveries, &ev.Attempts, &ev.ReceivedAt, &ev.CompletedAt, &ev.Origin)
+			Scan(&ev.Source, &ev.EventID, &ev.EventType, &ev.State, &ev.Deliveries, &ev.Attempts, &ev.ReceivedAt, &ev.CompletedAt, &ev.Origin, &traceParent)
 		if err != nil {
 			return err
 		}
+		ev.TraceID = tracing.TraceID(traceParent)
 		if err := readDestinations(ctx, tx, ev); err != nil {
 			return err
 		}

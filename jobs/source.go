@@ -135,6 +135,9 @@ type Event struct {
 	// line is the event's place in its ordering line, nil when it has none
 	// (unordered, or an operator's retry outside the order).
 	line *linePlace
+	// traceParent is the W3C traceparent its delivery was received under
+	// (nil: none); the attempt's spans continue that trace.
+	traceParent *string
 }
 
 // IdempotencyKey is "{source}:{event_id}", the same on every attempt.

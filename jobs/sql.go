@@ -34,7 +34,7 @@ func startAttemptSQL(source, eventID, dest, job, from string) string {
 		RETURNING r.attempts, r.job_attempts, e.event_type, r.delivery_id, d.content_type, d.headers, d.received_at,
 			hookline_item(d.body, r.item_offset, r.item_length) AS body, d.origin,
 			r.order_key, r.order_seq IS NOT NULL AS in_line, r.order_by::text AS order_by, r.order_by_kind,
-			` + staleSQL + ` AS stale`
+			` + staleSQL + ` AS stale, d.traceparent`
 }
 
 // staleSQL is true when the destination row r is in its ordering line and
@@ -56,7 +56,7 @@ func claimStartSQL(claimSQL string, n int) string {
 	ev AS (` + startAttemptSQL(param(n, 1), param(n, 2), param(n, 3), param(n, 4), ", claim") + `)
 	SELECT claim.token, claim.expires_at, ev.attempts, COALESCE(ev.job_attempts, 0), ev.event_type, ev.delivery_id,
 		ev.content_type, ev.headers, ev.received_at, ev.body, ev.origin, ev.order_key, COALESCE(ev.in_line, false),
-		ev.order_by, ev.order_by_kind, COALESCE(ev.stale, false)
+		ev.order_by, ev.order_by_kind, COALESCE(ev.stale, false), ev.traceparent
 	FROM claim LEFT JOIN ev ON true`
 }
 
@@ -65,7 +65,7 @@ func claimStartSQL(claimSQL string, n int) string {
 // $3, job id $4.
 var startSQL = `WITH ev AS (` + startAttemptSQL("$1", "$2", "$3", "$4", "") + `)
 	SELECT attempts, job_attempts, event_type, delivery_id, content_type, headers, received_at, body, origin,
-		order_key, in_line, order_by, order_by_kind, stale FROM ev`
+		order_key, in_line, order_by, order_by_kind, stale, traceparent FROM ev`
 
 // attemptLogSQL records an attempt's outcome: source, event_id,
 // destination, then n, status, duration (ms) and error at $p.. $p+3; from
@@ -265,7 +265,7 @@ var stmt = struct {
 	restartBudget: `UPDATE hookline_event_destinations SET job_attempts = 0 WHERE source = $1 AND event_id = $2 AND destination = $3`,
 
 	lookupEvent: `SELECT e.source, e.event_id, e.event_type, e.state, e.deliveries, e.attempts, e.first_received_at, e.completed_at,
-			COALESCE(d.origin, 'webhook')
+			COALESCE(d.origin, 'webhook'), COALESCE(d.traceparent, '')
 		FROM hookline_event_states e LEFT JOIN hookline_deliveries d ON d.id = e.delivery_id
 		WHERE e.source = $1 AND e.event_id = $2`,
 	lookupDestinations: `SELECT r.destination, r.state, r.attempts, r.last_error, r.completed_at,

@@ -252,6 +252,7 @@ func TestConsoleEventsAndEventPages(t *testing.T) {
 	require.Regexp(t, `<td class="num">1</td><td><time datetime="[^"]+Z" title="[^"]+ UTC">[^<]+ UTC</time></td><td class="num">500</td><td class="num">\d+ ms</td><td class="err">destination answered 500`, body, "the attempt")
 	require.Regexp(t, `action="/admin/ui/dead/\d+/retry"`, body, "a retry button for the dead destination")
 	require.NotContains(t, a.body, `data-refresh`, "a dead event is final: nothing to refresh")
+	require.Regexp(t, `<dd class="id" id="trace-id">[0-9a-f]{32}</dd>`, body, "the trace the event was received under")
 
 	a = b.get("/admin/ui/events/billing/evt_ok_1")
 	require.Contains(t, a.body, `<dd id="deliveries">2</dd>`, "the duplicate delivery counts")

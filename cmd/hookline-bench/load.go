@@ -451,6 +451,10 @@ func (s *sink) snapshot() received {
 	return r
 }
 
+// otlpTracesPath is where OTLP/HTTP exporters send spans: the loopback
+// destination is also the traced mode's collector.
+const otlpTracesPath = "/v1/traces"
+
 func startDestination() (*destination, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -473,6 +477,13 @@ func (d *destination) newSink(run string, latency time.Duration) *sink {
 
 func (d *destination) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
+	if r.URL.Path == otlpTracesPath {
+		// The traced mode's collector: spans are received and dropped
+		// (an empty ExportTraceServiceResponse is an empty body).
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	run, ok := strings.CutPrefix(r.URL.Path, "/hooks/")
 	d.mu.Lock()
 	s := d.sinks[run]

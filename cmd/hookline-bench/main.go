@@ -170,7 +170,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	var o options
 	levels := fs.String("c", "16,64,128", "concurrency levels: comma-separated numbers of concurrent senders")
-	modes := fs.String("modes", "naive,batched", "modes to run, in order at each level: naive (ingest.batch: false), batched (group commit)")
+	modes := fs.String("modes", "naive,batched", "modes to run, in order at each level: naive (ingest.batch: false), batched (group commit), traced (group commit, every span exported over OTLP/HTTP to a loopback collector)")
 	fs.DurationVar(&o.duration, "d", 10*time.Second, "load duration per level and mode")
 	fs.IntVar(&o.repeat, "repeat", 1, "runs of each level and mode, the modes taking turns (naive, batched, naive, …) so that both meet the same machine; the summary gives medians and batched/naive of the medians")
 	fs.Float64Var(&o.dupRatio, "dup", 0.10, "share of requests that re-send an already accepted event (0..0.9)")
@@ -214,8 +214,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	for _, m := range strings.Split(*modes, ",") {
 		m = strings.TrimSpace(m)
-		if m != modeNaive && m != modeBatched {
-			return o, fmt.Errorf("-modes: %q: want naive or batched", m)
+		if m != modeNaive && m != modeBatched && m != modeTraced {
+			return o, fmt.Errorf("-modes: %q: want naive, batched or traced", m)
 		}
 		o.modes = append(o.modes, m)
 	}
@@ -234,9 +234,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
+// Ingest modes: one transaction per request, group commit, and group
+// commit with every span exported (tracing.otlp_endpoint set to the
+// loopback destination, which drops them; sample_ratio 1).
 const (
 	modeNaive   = "naive"
 	modeBatched = "batched"
+	modeTraced  = "traced"
 )
 
 // applyShort sets -short's values of the flags not given explicitly.

@@ -240,7 +240,7 @@ type Summary struct {
 	Destinations     int     `json:"destinations,omitempty"`
 	BoundPerSec      float64 `json:"bound_per_s,omitempty"`
 	HeldMs           float64 `json:"destination_held_ms,omitempty"`
-	// PairRatios are batched/naive of each round's two runs (batched rows only).
+	// PairRatios compare each round's runs: batched/naive (batched rows), traced/batched (traced rows).
 	PairRatios []float64 `json:"pair_ratios,omitempty"`
 }
 
@@ -293,9 +293,10 @@ func summarize(rs []Result) []Summary {
 		if sc := g[0].Scenario; sc != "" && sc != scenarioIngest {
 			s.fillDrain(g, col)
 		}
-		if k.mode == modeBatched {
+		// Per round, batched against naive, traced against batched.
+		if base := map[string]string{modeBatched: modeNaive, modeTraced: modeBatched}[k.mode]; base != "" {
 			for _, r := range g {
-				for _, n := range groups[key{modeNaive, k.c}] {
+				for _, n := range groups[key{base, k.c}] {
 					if n.Round == r.Round && n.AcceptedPerSec > 0 {
 						s.PairRatios = append(s.PairRatios, math.Round(r.AcceptedPerSec/n.AcceptedPerSec*100)/100)
 					}
@@ -379,7 +380,7 @@ func printIngestSummary(w io.Writer, rep *Report) {
 	}
 	if repeated {
 		fmt.Fprintln(w, "summary: median of each level's runs (min-max), the modes having taken turns")
-		fmt.Fprintf(w, "%-8s %5s %5s %11s %15s %7s %7s %12s  %s\n", "MODE", "C", "RUNS", "ACCEPTED/s", "(min-max)", "P50 ms", "P99 ms", "PROCESSED/s", "batched/naive per round")
+		fmt.Fprintf(w, "%-8s %5s %5s %11s %15s %7s %7s %12s  %s\n", "MODE", "C", "RUNS", "ACCEPTED/s", "(min-max)", "P50 ms", "P99 ms", "PROCESSED/s", "per round: batched/naive, traced/batched")
 		for _, s := range rep.Summary {
 			if s.Scenario != "" {
 				continue

@@ -236,6 +236,9 @@ func (b *bench) configYAML(spec runSpec, db, listen, destURL string) string {
 	if b.o.queueTimeout > 0 {
 		fmt.Fprintf(&sb, "  queue_timeout: %s\n", b.o.queueTimeout)
 	}
+	if spec.name == modeTraced {
+		fmt.Fprintf(&sb, "tracing: {otlp_endpoint: %q, sample_ratio: 1}\n", b.dest.url)
+	}
 	fmt.Fprintf(&sb, `log: {format: json, level: warn}
 sources:
   - name: stripe

@@ -89,7 +89,7 @@ func plan(o options, scenario string) []runSpec {
 		for _, c := range o.levels {
 			for round := 1; round <= o.repeat; round++ {
 				for _, mode := range o.modes {
-					out = append(out, runSpec{scenario: scenario, name: mode, batch: mode == modeBatched, c: c, round: round, dests: 1})
+					out = append(out, runSpec{scenario: scenario, name: mode, batch: mode != modeNaive, c: c, round: round, dests: 1})
 				}
 			}
 		}

@@ -36,6 +36,8 @@ func cmdDev(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on")
+	otlp := fs.String("otlp-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"),
+		"OTLP/HTTP collector to send traces to, e.g. http://localhost:4318 (default $OTEL_EXPORTER_OTLP_ENDPOINT; empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{2, err}
 	}
@@ -69,7 +71,8 @@ sources:
       url: "http://%s/dev/sink/demo"
       max_attempts: 5
       backoff: {min: 1s, max: 30s}
-`, *listen, dbURL, demoAdminToken, demoSecret, host)
+tracing: {otlp_endpoint: %q}
+`, *listen, dbURL, demoAdminToken, demoSecret, host, *otlp)
 	if err := os.MkdirAll(devDir, 0o755); err != nil {
 		return err
 	}
@@ -105,14 +108,23 @@ hookline dev is ready
   console:   http://%[1]s/admin/ui/   (log in with the admin token)
   admin token: %[3]s   (curl -H 'Authorization: Bearer %[3]s' http://%[1]s/admin/dead)
   metrics:   http://%[1]s/metrics
+  traces:    %[6]s
   config:    %[4]s
 
 Send a signed demo event (run it twice: accepted, then duplicate):
   %[5]s send --config %[4]s --source demo --event-id evt_demo_1
 
 Press Ctrl-C to stop.
-`, host, demoSecret, demoAdminToken, cfgPath, self)
+`, host, demoSecret, demoAdminToken, cfgPath, self, tracesLine(*otlp))
 	})
+}
+
+// tracesLine says where `hookline dev` sends traces, or how to send them.
+func tracesLine(endpoint string) string {
+	if endpoint == "" {
+		return "not exported (OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 make run sends them to a local collector)"
+	}
+	return "sent to " + endpoint + " (OTLP/HTTP)"
 }
 
 // devDatabase finds a database for `hookline dev`: $DATABASE_URL, else a

@@ -28,6 +28,7 @@ import (
 	"runtime/debug"
 
 	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/internal/tracing"
 	_ "github.com/hookline/hookline/providers/all"
 )
 
@@ -143,7 +144,7 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	if format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return slog.New(tracing.LogHandler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(tracing.LogHandler(slog.NewJSONHandler(w, opts)))
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/metrics"
 	"github.com/hookline/hookline/internal/reconcile"
+	"github.com/hookline/hookline/internal/tracing"
 	"github.com/hookline/hookline/jobs"
 	"github.com/hookline/hookline/migrations"
 )
@@ -84,6 +85,7 @@ type App struct {
 	admin      *echo.Echo        // separate admin router when admin_listen is set
 	stopUI     context.CancelFunc
 	migrated   atomic.Bool
+	tracing    *tracing.Provider
 	servers    []*http.Server
 	addrs      []net.Addr
 	mu         sync.Mutex
@@ -133,6 +135,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		if a.stopUI != nil {
 			a.stopUI()
 		}
+		if a.tracing != nil {
+			_ = a.tracing.Shutdown(ctx)
+		}
 		pool.Close()
 		return nil, err
 	}
@@ -152,6 +157,10 @@ func (a *App) build(ctx context.Context) error {
 	}
 	cfg, opts := a.Config, a.opts
 	metricsOnAdmin := cfg.MetricsOnAdmin && cfg.AdminListen != ""
+	a.tracing, err = tracing.New(tracing.Config{Endpoint: cfg.Tracing.OTLPEndpoint, SampleRatio: *cfg.Tracing.SampleRatio, ServiceName: cfg.Tracing.ServiceName})
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
 	var alerts jobs.Alerter
 	if len(cfg.Alerts) > 0 {
 		rules := make([]alert.Rule, len(cfg.Alerts))
@@ -163,7 +172,7 @@ func (a *App) build(ctx context.Context) error {
 	a.River, err = jobs.NewClient(jobs.ClientConfig{
 		Pool: a.Pool, Sources: jobSources, Workers: cfg.Workers, InsertOnly: opts.Role == RoleIngest,
 		DeliveryRetention: cfg.Retention.Deliveries.D(), CleanupInterval: opts.CleanupInterval,
-		Registerer: a.Registry, Logger: opts.Logger, Alerts: alerts,
+		Registerer: a.Registry, Logger: opts.Logger, Alerts: alerts, Tracer: a.tracing.Tracer(),
 	})
 	if err != nil {
 		return err
@@ -174,7 +183,7 @@ func (a *App) build(ctx context.Context) error {
 		QueueTimeout: cfg.Ingest.QueueTimeout.D(), MaxPendingBytes: cfg.Ingest.MaxPendingBytes,
 		BodyTimeout:  cfg.Ingest.BodyTimeout.D(),
 		IngestRoutes: opts.Role != RoleWorker, NoMetricsRoute: metricsOnAdmin,
-		Registry: a.Registry, Logger: opts.Logger, Ready: a.ready,
+		Registry: a.Registry, Logger: opts.Logger, Ready: a.ready, Tracer: a.tracing.Tracer(),
 	})
 	if err != nil {
 		return err
@@ -447,5 +456,8 @@ func (a *App) shutdown() {
 	}
 	a.stopUI()
 	a.Pool.Close()
+	if err := a.tracing.Shutdown(ctx); err != nil {
+		a.Log.Warn("spans not exported before shutdown", "error", err.Error())
+	}
 	a.Log.Info("stopped")
 }

@@ -54,6 +54,7 @@ const (
 	DefaultPoolSize          = defaults.PoolSize
 	DefaultDeliveryRetention = defaults.DeliveryRetention
 	DefaultReconcileLookback = defaults.ReconcileLookback
+	DefaultServiceName       = defaults.ServiceName
 )
 
 // Duration is a time.Duration written as a Go duration ("30s", "5m",
@@ -128,6 +129,7 @@ type Config struct {
 	Database        Database  `yaml:"database"`
 	Retention       Retention `yaml:"retention"`
 	Log             Log       `yaml:"log"`
+	Tracing         Tracing   `yaml:"tracing"`
 	Sources         []*Source `yaml:"sources"`
 	Alerts          []*Alert  `yaml:"alerts"`
 }
@@ -171,6 +173,20 @@ type Retention struct {
 type Log struct {
 	Format string `yaml:"format"` // json | text (default json; `hookline dev` uses text)
 	Level  string `yaml:"level"`  // debug | info | warn | error (default info)
+}
+
+// Tracing configures OpenTelemetry traces (docs/operations.md, Tracing).
+// Trace ids are kept and forwarded with or without an exporter.
+type Tracing struct {
+	// OTLPEndpoint is an OTLP/HTTP collector's base URL (e.g.
+	// http://otel-collector:4318); spans go to its /v1/traces. Empty: no
+	// spans are exported.
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// SampleRatio is the share of new traces recorded (0..1, default 1); a
+	// trace continued from a sender follows the sender's decision.
+	SampleRatio *float64 `yaml:"sample_ratio"`
+	// ServiceName is the service.name of the spans (default hookline).
+	ServiceName string `yaml:"service_name"`
 }
 
 // Source is one webhook sender.
@@ -443,6 +459,27 @@ func (c *Config) validateServer() error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return field("tls_key", "tls_cert and tls_key go together")
+	}
+	return c.validateTracing()
+}
+
+func (c *Config) validateTracing() error {
+	t := &c.Tracing
+	if t.ServiceName == "" {
+		t.ServiceName = DefaultServiceName
+	}
+	if t.SampleRatio == nil {
+		one := 1.0
+		t.SampleRatio = &one
+	}
+	if r := *t.SampleRatio; r < 0 || r > 1 || r != r {
+		return field("tracing.sample_ratio", "%v: want a number between 0 and 1", r)
+	}
+	if t.OTLPEndpoint != "" {
+		u, err := url.Parse(t.OTLPEndpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return field("tracing.otlp_endpoint", "%q: want an http or https URL such as http://otel-collector:4318", t.OTLPEndpoint)
+		}
 	}
 	return nil
 }

@@ -69,6 +69,9 @@ func TestParseFull(t *testing.T) {
 	require.NotNil(t, typ)
 	require.True(t, c.BatchEnabled())
 	require.Equal(t, int64(config.DefaultMaxPendingBytes), c.Ingest.MaxPendingBytes)
+	require.Empty(t, c.Tracing.OTLPEndpoint, "no exporter unless configured")
+	require.Equal(t, 1.0, *c.Tracing.SampleRatio)
+	require.Equal(t, config.DefaultServiceName, c.Tracing.ServiceName)
 }
 
 func TestValidationNamesTheField(t *testing.T) {
@@ -111,6 +114,8 @@ func TestValidationNamesTheField(t *testing.T) {
 		"shutdown_timeout":         "shutdown_timeout: -1s\n",
 		"retention.deliveries":     "retention: {deliveries: -1d}\n",
 		"metrics_on_admin":         "metrics_on_admin: true\n",
+		"tracing.sample_ratio":     "tracing: {sample_ratio: 1.5}\n",
+		"tracing.otlp_endpoint":    "tracing: {otlp_endpoint: 'localhost:4318'}\n",
 	} {
 		_, err := config.Parse([]byte(top+base+src), env(nil))
 		require.Error(t, err, want)

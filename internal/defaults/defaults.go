@@ -43,6 +43,9 @@ const (
 // Reconciliation.
 const ReconcileLookback = 72 * time.Hour
 
+// ServiceName is the service.name of exported spans.
+const ServiceName = "hookline"
+
 // Clean-up.
 const (
 	DeliveryRetention = 7 * 24 * time.Hour

@@ -83,6 +83,9 @@ func (c *databaseCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.dead
 	ch <- c.jobs
 	ch <- c.lag
+	ch <- c.state
+	ch <- c.queued
+	ch <- c.inFlight
 }
 
 func (c *databaseCollector) Collect(ch chan<- prometheus.Metric) {

@@ -1,0 +1,1 @@
+ALTER TABLE hookline_deliveries DROP COLUMN traceparent;
