@@ -20,3 +20,6 @@ var (
 	LegacyUniqueKeySQL = legacyUniqueKeySQL("$1", "$2")
 	HasActiveJobSQL    = hasActiveJobSQL("$1", "$2", "$3")
 )
+
+// AdvanceLineSQL is the statement that hands an ordering line on.
+var AdvanceLineSQL = advanceLineSQL

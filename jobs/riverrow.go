@@ -139,7 +139,7 @@ func InsertNotifySQL(queues ...string) string {
 // through River's unique index (activeJobSQL).
 func wakePendingJobSQL(source, eventID, destination string) string {
 	return `UPDATE river_job j SET state = 'available', scheduled_at = now()
-		WHERE ` + activeJobSQL("j", uniqueKeySQL(source, eventID, destination)) + ` AND j.state = 'pending'
+		WHERE ` + activeJobSQL("j", uniqueKeySQL(source, eventID, destination)) + ` AND j.state::text = 'pending'
 		RETURNING j.queue`
 }
 
@@ -187,11 +187,13 @@ func hasActiveJobSQL(source, eventID, destination string) string {
 // (river_job_unique_idx) so that PostgreSQL can serve it from that index: one
 // index probe per key, where a search of the args (GIN) index intersects
 // posting lists as long as the queue (every job of a source shares its
-// 'source' entry).
+// 'source' entry). It names no column another index of River's leads with
+// (kind is part of the unique key; state is compared as text), so that even
+// a plan made on empty statistics cannot walk every event job instead.
 func activeJobSQL(j, key string) string {
 	return j + `.unique_key = ` + key + ` AND ` + j + `.unique_states IS NOT NULL
 		  AND river_job_state_in_bitmask(` + j + `.unique_states, ` + j + `.state)
-		  AND ` + j + `.kind = '` + EventArgs{}.Kind() + `' AND ` + j + `.state IN (` + unfinishedStates + `)`
+		  AND ` + j + `.state::text IN (` + unfinishedStates + `)`
 }
 
 // uniqueKeySQL is NewEventJob's unique key computed by PostgreSQL from SQL

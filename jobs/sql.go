@@ -357,7 +357,7 @@ var advanceLineSQL = `WITH line AS (
 		UPDATE hookline_order_keys k SET
 			done_seq = COALESCE((SELECT min(r.order_seq) - 1 FROM hookline_event_destinations r
 				WHERE r.source = k.source AND r.destination = k.destination AND r.order_key = k.key
-				  AND r.state = 'queued' AND r.order_seq IS NOT NULL), k.last_seq),
+				  AND ` + waitingPlaceSQL + `), k.last_seq),
 			max_by      = CASE WHEN ` + raisesBySQL + ` THEN $5::numeric ELSE k.max_by END,
 			max_by_kind = CASE WHEN ` + raisesBySQL + ` THEN $6::text ELSE k.max_by_kind END,
 			updated_at  = now()
@@ -365,9 +365,16 @@ var advanceLineSQL = `WITH line AS (
 		RETURNING k.done_seq),
 	head AS (
 		SELECT r.event_id FROM hookline_event_destinations r, line
-		WHERE r.source = $1 AND r.destination = $2 AND r.order_key = $3 AND r.order_seq = line.done_seq + 1 AND r.state = 'queued'),
+		WHERE r.source = $1 AND r.destination = $2 AND r.order_key = $3 AND r.order_seq = line.done_seq + 1 AND ` + waitingPlaceSQL + `),
 	woke AS (` + wakePendingJobSQL("$1", "(SELECT event_id FROM head)", "$2") + `)
 	SELECT count(*) FROM (SELECT CASE WHEN $7::bool THEN ` + notifyQueueSQL("woke.queue") + ` END FROM woke) n`
+
+// waitingPlaceSQL is true for a row r that holds a place in its line and
+// is queued, written as the predicate of the line's index
+// (hookline_event_destinations_line, migration 010) and without
+// state = 'queued', so that no plan, however stale its statistics, reads
+// the destination's whole queue through hookline_event_destinations_queued.
+const waitingPlaceSQL = `r.order_seq IS NOT NULL AND r.state <> 'completed' AND r.state <> 'dead'`
 
 // raisesBySQL: event $4's by ($5, kind $6) was forwarded in this
 // transaction and is greater than the line's (or the line has none).
