@@ -34,7 +34,7 @@ lint: ## gofmt and go vet
 
 .PHONY: test
 test: postgres chromium lint ## everything CI runs: lint, go test -race (browser tests in Chromium too), short fuzzing, short chaos
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -count=1 -timeout 25m $(PKGS)
 	@FUZZTIME=$(FUZZTIME) bash .ci/fuzz
 
 .PHONY: fuzz
