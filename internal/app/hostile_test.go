@@ -23,8 +23,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookline/hookline/ingest"
 	"github.com/hookline/hookline/internal/app"
 	"github.com/hookline/hookline/internal/pgtest"
 	"github.com/hookline/hookline/jobs"
@@ -66,6 +68,16 @@ func eventState(t *testing.T, base, source, id string, within time.Duration, wan
 			t.Fatalf("event %s/%s is not %v within %s; last lookup: %v", source, id, want, within, last)
 		}
 	}
+}
+
+// noJobLeft waits (at most 30 s) until no event job waits or runs: from
+// then on nothing more is forwarded.
+func noJobLeft(t *testing.T, pool jobs.Querier) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		unfinished, err := jobs.AnyUnfinishedJob(context.Background(), pool)
+		return err == nil && !unfinished
+	}, 30*time.Second, 50*time.Millisecond, "event jobs still waiting or running")
 }
 
 // deadItem returns the newest dead item of the event, with its payload.
@@ -334,12 +346,8 @@ func TestReplayWithFreshUnsignedID(t *testing.T) {
 		defer dest.mu.Unlock()
 		return len(dest.headers) == len(cases)
 	}, 30*time.Second, 50*time.Millisecond)
-	// Nothing else can arrive once no job waits or runs.
 	pool := connect(t, dbURL)
-	require.Eventually(t, func() bool {
-		unfinished, err := jobs.AnyUnfinishedJob(context.Background(), pool)
-		return err == nil && !unfinished
-	}, 30*time.Second, 50*time.Millisecond)
+	noJobLeft(t, pool)
 	dest.mu.Lock()
 	defer dest.mu.Unlock()
 	require.Len(t, dest.headers, len(cases), "one forward per original delivery, none for the replays")
@@ -360,7 +368,20 @@ func TestSlowBodiesDoNotStarveOthers(t *testing.T) {
     secrets: [%q]
     destination: {url: "http://127.0.0.1:9/x"}
 `, stripeSecret)
-	ip := startApp(t, cfg, app.Options{})
+	// Requests reaching ingest's router are counted, so that the test knows
+	// when every slow body is being read.
+	var entered atomic.Int32
+	allIn := make(chan struct{})
+	ip := startApp(t, cfg, app.Options{Mount: func(s *ingest.Server) {
+		s.Echo().Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+			return func(c echo.Context) error {
+				if entered.Add(1) == slowClients {
+					close(allIn)
+				}
+				return next(c)
+			}
+		})
+	}})
 	addr := ip.addrs[0].String()
 
 	conns := make([]net.Conn, 0, slowClients)
@@ -393,7 +414,11 @@ func TestSlowBodiesDoNotStarveOthers(t *testing.T) {
 		}
 	})
 	defer func() { close(stop); trickle.Wait() }()
-	time.Sleep(2 * time.Second) // every slow body is being read
+	select {
+	case <-allIn: // every slow body is being read
+	case <-time.After(30 * time.Second):
+		t.Fatalf("only %d of %d slow requests reached ingest within 30s", entered.Load(), slowClients)
+	}
 
 	for i, source := range []string{"s", "other"} {
 		a := postEvent(testClient, ip.url(0), source, fmt.Sprintf("evt_normal_%d", i), stripeSecret)

@@ -62,7 +62,12 @@ func newLineSink(t *testing.T, delay time.Duration, answer func(id string, n int
 		if s.answer != nil {
 			status = s.answer(id, n)
 		}
-		time.Sleep(s.delay)
+		if s.delay > 0 { // the destination's latency
+			select {
+			case <-time.After(s.delay):
+			case <-r.Context().Done():
+			}
+		}
 		s.mu.Lock()
 		s.inFlight[key]--
 		if status < 300 {
@@ -116,9 +121,13 @@ func postOrdered(t *testing.T, base, source, id, key string, created int64) {
 func TestOrderingFailingEventHoldsItsKey(t *testing.T) {
 	t.Parallel()
 	var release atomic.Bool // A1 fails until released
+	a1FailedThrice := make(chan struct{})
 	dest := newLineSink(t, 2*time.Millisecond, func(id string, n int) int {
 		switch {
 		case id == "A1" && !release.Load():
+			if n == 3 {
+				close(a1FailedThrice)
+			}
 			return http.StatusInternalServerError
 		case id == "C1" && n <= 3:
 			return http.StatusServiceUnavailable
@@ -150,7 +159,11 @@ sources:
 	postOrdered(t, base, "pay", "U1", "", 1)
 	eventState(t, base, "pay", "B1", 30*time.Second, "completed")
 	eventState(t, base, "pay", "U1", 30*time.Second, "completed")
-	time.Sleep(500 * time.Millisecond) // A1 keeps failing meanwhile
+	select {
+	case <-a1FailedThrice: // A1 kept failing meanwhile
+	case <-time.After(30 * time.Second):
+		t.Fatal("A1 was not attempted three times within 30s")
+	}
 	require.Empty(t, dest.delivered("pi_A"), "A2 and A3 wait behind the failing A1")
 	ev := eventState(t, base, "pay", "A2", time.Second, "queued")
 	require.Equal(t, "pi_A", ev["order_key"])

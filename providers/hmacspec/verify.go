@@ -276,10 +276,16 @@ func (v *Verifier) Describe() providers.Description {
 
 // Register registers s under s.Name, after checking it.
 func Register(s *Spec) {
+	RegisterWith(s, func(cfg providers.Config) (providers.Provider, error) { return New(s, cfg) })
+}
+
+// RegisterWith registers an adapter built on s (code around the engine: a
+// handshake, settings of its own) under s.Name, after checking s.
+func RegisterWith(s *Spec, build providers.Factory) {
 	if err := s.Validate(); err != nil {
 		panic("hmacspec: " + err.Error())
 	}
-	providers.Register(s.Name, func(cfg providers.Config) (providers.Provider, error) { return New(s, cfg) })
+	providers.Register(s.Name, build)
 }
 
 // SigningKey returns the first secret's key: the one Sign uses, and the

@@ -66,10 +66,7 @@ type Settings struct {
 
 func init() {
 	for _, s := range Specs {
-		if err := s.Validate(); err != nil {
-			panic(err)
-		}
-		providers.Register(s.Name, func(cfg providers.Config) (providers.Provider, error) { return New(s, cfg) })
+		hmacspec.RegisterWith(s, func(cfg providers.Config) (providers.Provider, error) { return New(s, cfg) })
 	}
 }
 

@@ -51,10 +51,7 @@ var Spec = &hmacspec.Spec{
 }
 
 func init() {
-	if err := Spec.Validate(); err != nil {
-		panic(err)
-	}
-	providers.Register(Name, func(cfg providers.Config) (providers.Provider, error) { return New(cfg) })
+	hmacspec.RegisterWith(Spec, func(cfg providers.Config) (providers.Provider, error) { return New(cfg) })
 }
 
 // Verifier is the Twitch EventSub adapter.

@@ -47,10 +47,7 @@ var Spec = &hmacspec.Spec{
 const ValidationEvent = "endpoint.url_validation"
 
 func init() {
-	if err := Spec.Validate(); err != nil {
-		panic(err)
-	}
-	providers.Register(Name, func(cfg providers.Config) (providers.Provider, error) { return New(cfg) })
+	hmacspec.RegisterWith(Spec, func(cfg providers.Config) (providers.Provider, error) { return New(cfg) })
 }
 
 // Verifier is the Zoom adapter.
