@@ -44,8 +44,8 @@ fuzz: ## run every fuzz target for FUZZTIME (default 2s; try FUZZTIME=5m)
 BENCHFLAGS ?= -repeat 3
 
 .PHONY: bench
-bench: postgres ## Go benchmarks of the hot pieces plus the side-by-side ingest, ordering and fan-out benchmarks (~30-45 min; BENCHFLAGS='-repeat 1' for one round)
-	$(GO) test -run='^$$' -bench=. -benchmem ./providers/... ./idem/ ./ingest/
+bench: postgres ## Go benchmarks of the hot pieces plus the side-by-side ingest, ordering, fan-out and processing benchmarks (~40-60 min; BENCHFLAGS='-repeat 1' for one round)
+	$(GO) test -run='^$$' -bench=. -benchmem ./providers/... ./idem/ ./ingest/ ./jobs/
 	$(GO) run ./cmd/hookline-bench $(BENCHFLAGS)
 
 .PHONY: chaos

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -156,4 +158,78 @@ func ExampleComposeKey() {
 func examplePool() (pool *pgxpool.Pool, done func()) {
 	tb, done := pgtest.ExampleTB()
 	return pgtest.NewEmptyPool(tb), done
+}
+
+// Many claims in one round trip: a worker's concurrent jobs claim together
+// and complete together, each claim fenced by its own token.
+func ExampleStore_ClaimManySQL() {
+	ctx := context.Background()
+	pool, done := examplePool()
+	defer done()
+	if err := idem.CreateTable(ctx, pool, ""); err != nil {
+		panic(err)
+	}
+	store, err := idem.NewStore(pool, nil)
+	if err != nil {
+		panic(err)
+	}
+	opts := func(id string) idem.Options {
+		return idem.Options{Namespace: "hookline", Scope: "stripe", Segment: id, Holder: "job:" + id}
+	}
+	// evt_2 is held already: the batch does not take it.
+	if _, err := store.Claim(ctx, pool, opts("evt_2")); err != nil {
+		panic(err)
+	}
+	var keys, holders []string
+	var leases []int64
+	for _, id := range []string{"evt_1", "evt_2", "evt_3"} {
+		st, err := store.ClaimStatement(opts(id)) // validated arguments: key, holder, lease (µs)
+		if err != nil {
+			panic(err)
+		}
+		keys, holders, leases = append(keys, st.Args[0].(string)), append(holders, st.Args[1].(string)), append(leases, st.Args[2].(int64))
+	}
+	rows, err := pool.Query(ctx, `WITH c AS (`+store.ClaimManySQL(`SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])`)+`)
+		SELECT key, token, expires_at FROM c ORDER BY key`, keys, holders, leases)
+	if err != nil {
+		panic(err)
+	}
+	var claims []*idem.Claim
+	for rows.Next() {
+		var key string
+		var token int64
+		var expires time.Time
+		if err := rows.Scan(&key, &token, &expires); err != nil {
+			panic(err)
+		}
+		id := strings.TrimPrefix(key, "hookline:stripe:")
+		c, err := store.ClaimFromRow(opts(id), token, expires)
+		if err != nil {
+			panic(err)
+		}
+		claims = append(claims, c)
+		fmt.Println("claimed", key)
+	}
+	if rows.Err() != nil {
+		panic(rows.Err())
+	}
+
+	// Complete them together: each completes only under its own token.
+	var tokens, windows []int64
+	keys = keys[:0]
+	for _, c := range claims {
+		st := c.CompleteStatement()
+		keys, tokens, windows = append(keys, st.Args[0].(string)), append(tokens, st.Args[1].(int64)), append(windows, st.Args[2].(int64))
+	}
+	var completed int64
+	err = pool.QueryRow(ctx, `WITH c AS (`+store.CompleteManySQL(`SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[])`)+`)
+		SELECT count(*) FROM c`, keys, tokens, windows).Scan(&completed)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("completed", completed)
+	// Output:
+	// claimed hookline:stripe:evt_1
+	// claimed hookline:stripe:evt_3
+	// completed 2
 }

@@ -95,3 +95,47 @@ func (c *Claim) ReportCompleted(rows int64) error {
 	}
 	return fmt.Errorf("idem: complete %q (token %d): the statement returned %d rows, want 0 or 1", c.spec.key, c.token, rows)
 }
+
+// ClaimManySQL returns a statement, for use as a data-modifying common table
+// expression, that claims many keys in one round trip: input is a query
+// yielding (key, holder, lease_us) rows — a ClaimStatement's Args[0:3] for
+// each claim, with distinct keys and no OverrideCompletedBefore (claim
+// those one at a time). Keys are taken in key order, so that concurrent
+// batches lock rows in one order. It returns (key, token, expires_at) for
+// each claim taken; a key that is held returns no row (ask Claim why). The
+// guarantees per key are ClaimStatement's; turn each row into a *Claim with
+// ClaimFromRow.
+func (s *Store) ClaimManySQL(input string) string {
+	n := names(s.table)
+	return fmt.Sprintf(`INSERT INTO %[1]s AS c
+    (key, state, token, holder, expires_at, claimed_at, completed_at, created_at, updated_at)
+SELECT q.key, 'processing', nextval(%[2]s), q.holder, now() + q.lease_us * interval '1 microsecond', now(), NULL, now(), now()
+FROM (%[3]s) AS q(key, holder, lease_us)
+ORDER BY q.key
+ON CONFLICT (key) DO UPDATE SET
+    state        = 'processing',
+    token        = EXCLUDED.token,
+    holder       = EXCLUDED.holder,
+    expires_at   = EXCLUDED.expires_at,
+    claimed_at   = EXCLUDED.claimed_at,
+    completed_at = NULL,
+    updated_at   = EXCLUDED.updated_at
+WHERE c.expires_at <= now()
+RETURNING c.key, c.token, c.expires_at`, n.table, n.seqLit, input)
+}
+
+// CompleteManySQL returns a statement, for use as a data-modifying common
+// table expression, that completes many claims in one round trip: input is
+// a query yielding (key, token, dedup_us) rows, each a CompleteStatement's
+// Args. Like CompleteStatement it completes a row only while it is
+// processing under that token, and returns the key of each row it
+// completed; report each claim's outcome with ReportCompleted (1 if its key
+// came back, else 0).
+func (s *Store) CompleteManySQL(input string) string {
+	return fmt.Sprintf(`UPDATE %[1]s AS c
+SET state = 'completed', expires_at = now() + q.dedup_us * interval '1 microsecond',
+    completed_at = now(), updated_at = now()
+FROM (%[2]s) AS q(key, token, dedup_us)
+WHERE c.key = q.key AND c.token = q.token AND c.state = 'processing'
+RETURNING c.key`, names(s.table).table, input)
+}

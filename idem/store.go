@@ -72,6 +72,7 @@ func validateTable(table string) error {
 // or a migration running the same DDL.
 type Store struct {
 	db        DB
+	table     string
 	telemetry Telemetry
 	sql       statements
 }
@@ -92,7 +93,7 @@ func NewStore(db DB, cfg *Config) (*Store, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, sql: newStatements(c.Table)}
+	s := &Store{db: db, table: c.Table, sql: newStatements(c.Table)}
 	if c.Telemetry != nil {
 		s.telemetry = *c.Telemetry
 	}

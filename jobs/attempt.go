@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/hookline/hookline/idem"
 	"github.com/hookline/hookline/internal/dberr"
+	"github.com/hookline/hookline/internal/groupcommit"
 	"github.com/hookline/hookline/internal/tracing"
 )
 
@@ -87,8 +89,9 @@ func permanent(err error) bool {
 var errNoEvent = errors.New("the event's destination is not stored (was it pruned?)")
 
 // claimAndStart claims the key, counts the attempt and loads the payload in
-// ONE statement (claimStartSQL): no explicit transaction, one round trip,
-// and it commits on its own, so every other worker sees the claim. A
+// ONE statement: the job's own (claimStartSQL), or its batch's
+// (claimManyStartSQL, group commit). No explicit transaction, one round
+// trip, and it commits on its own, so every other worker sees the claim. A
 // refused claim (the key is held) changes nothing; it is then retried the
 // long way (claimAndStartTx), which reports the *idem.DuplicateError, or
 // takes the key if it became free in between.
@@ -103,44 +106,53 @@ func (w *EventWorker) claimAndStart(ctx context.Context, r *run) error {
 	if err != nil {
 		return &claimError{err}
 	}
-	sql := w.claimSQL.get(func() string { return claimStartSQL(st.SQL, len(st.Args)) })
-	args := append(st.Args, r.src.Name, r.job.Args.EventID, r.t.Name, r.job.ID)
-	var (
-		token       int64
-		expiresAt   time.Time
-		attempts    *int
-		ev          = r.newEvent()
-		eventType   *string
-		deliveryID  *int64
-		contentType *string
-		receivedAt  *time.Time
-		origin      *string
-		o           lineColumns
-	)
-	err = w.pool.QueryRow(ctx, sql, args...).Scan(&token, &expiresAt, &attempts, &ev.budgetAttempt, &eventType,
-		&deliveryID, &contentType, &ev.rawHeaders, &receivedAt, &ev.Body, &origin, &o.key, &o.inLine, &o.by, &o.byKind, &o.stale, &ev.traceParent)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return w.claimAndStartTx(ctx, r, opts)
-	}
+	row, err := w.claimRow(ctx, r, opts, st)
 	if err != nil {
 		return err
 	}
-	claim, err := w.claims.ClaimFromRow(opts, token, expiresAt)
+	if row == nil {
+		return w.claimAndStartTx(ctx, r, opts)
+	}
+	claim, err := w.claims.ClaimFromRow(opts, row.token, row.expiresAt)
 	if err != nil {
 		return &claimError{err}
 	}
-	if attempts == nil {
+	ev, ok := row.event(r)
+	if !ok {
 		// Claimed, but there is nothing to work on: give the key back.
 		_ = claim.Release(context.WithoutCancel(ctx), nil)
 		return errNoEvent
 	}
-	ev.Attempt, ev.Type, ev.DeliveryID, ev.ContentType, ev.ReceivedAt, ev.Origin = *attempts, *eventType, *deliveryID, *contentType, *receivedAt, *origin
-	o.apply(ev)
 	if r.t.Handler != nil {
 		ev.Headers = decodeHeaders(ev.rawHeaders)
 	}
 	r.claim, r.ev = claim, ev
 	return nil
+}
+
+// claimRow takes the claim and starts the attempt: in a batch when group
+// commit is on and the claim has no override, else (or when the batch
+// failed as a whole, which changed nothing) with the job's own statement.
+// nil, nil: the claim was refused.
+func (w *EventWorker) claimRow(ctx context.Context, r *run, opts idem.Options, st idem.Statement) (*startRow, error) {
+	if w.batch != nil && opts.OverrideCompletedBefore.IsZero() {
+		row, err := w.batch.claims.Do(ctx, claimItem{key: st.Args[0].(string), holder: st.Args[1].(string), leaseUS: st.Args[2].(int64),
+			source: r.src.Name, eventID: r.job.Args.EventID, dest: r.t.Name, jobID: r.job.ID})
+		if !groupcommit.IsBatchError(err) {
+			return row, err
+		}
+		w.log.Warn("claim batch failed; claiming on its own", "source", r.src.Name, "event_id", r.job.Args.EventID, "error", err.Error())
+	}
+	sql := w.claimSQL.get(func() string { return claimStartSQL(st.SQL, len(st.Args)) })
+	row := &startRow{}
+	err := w.pool.QueryRow(ctx, sql, append(st.Args, r.src.Name, r.job.Args.EventID, r.t.Name, r.job.ID)...).Scan(row.targets()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return row, nil
 }
 
 // newEvent is the event the job works on, before its payload is loaded.
@@ -217,19 +229,49 @@ func (w *EventWorker) complete(ctx context.Context, q sender, r *run, status int
 		r.ev.Attempt, status, time.Since(r.start).Milliseconds(), "", skip)
 	var n int64
 	var err error
-	if r.ev.line != nil {
+	switch {
+	case r.ev.line != nil:
 		var woke bool
 		n, woke, err = endPlace(ctx, q, r.src.Name, r.t.Name, r.ev.ID, r.ev.line, sql, args)
 		if woke {
 			w.wakes.Wake(QueueFor(r.src.Name, r.t.Name))
 		}
-	} else {
-		err = q.QueryRow(ctx, sql, args...).Scan(&n)
+	default:
+		var done bool
+		if n, done, err = w.completeInBatch(ctx, q, r, st, status, skip); !done {
+			err = q.QueryRow(ctx, sql, args...).Scan(&n)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("mark completed: %w", err)
 	}
 	return r.claim.ReportCompleted(n)
+}
+
+// completeInBatch records the completion in a batch (group commit) when it
+// is on and q is the pool (not a handler's transaction); done is false
+// when the job's own statement must do it: group commit off, the key
+// twice in the batch, or the batch failed as a whole (which changed
+// nothing).
+func (w *EventWorker) completeInBatch(ctx context.Context, q sender, r *run, st idem.Statement, status int, skip *string) (n int64, done bool, err error) {
+	if _, inTx := q.(pgx.Tx); inTx || w.batch == nil {
+		return 0, false, nil
+	}
+	out, err := w.batch.completions.Do(ctx, completeItem{key: st.Args[0].(string), token: st.Args[1].(int64), dedupUS: st.Args[2].(int64),
+		source: r.src.Name, eventID: r.job.Args.EventID, dest: r.t.Name, destDedupUS: r.src.DedupWindow.Microseconds(), jobID: r.job.ID,
+		n: int32(r.ev.Attempt), status: int32(status), durationMS: int32(min(time.Since(r.start).Milliseconds(), math.MaxInt32)), skipped: skip})
+	switch {
+	case groupcommit.IsBatchError(err):
+		w.log.Warn("completion batch failed; completing on its own", "source", r.src.Name, "event_id", r.ev.ID, "error", err.Error())
+		return 0, false, nil
+	case err != nil:
+		return 0, true, err
+	case out == completionDone:
+		return 1, true, nil
+	case out == completionLost:
+		return 0, true, nil
+	}
+	return 0, false, nil // completionSkipped
 }
 
 // sender runs statements and batches: the pool or a transaction.

@@ -41,6 +41,8 @@ type ClientConfig struct {
 	// Tracer starts the attempts' spans (WorkerConfig.Tracer).
 	Tracer    trace.Tracer
 	Forwarder *Forwarder
+	// PerEvent turns the worker's group commit off (WorkerConfig.PerEvent).
+	PerEvent bool
 }
 
 // RescueAfter returns River's RescueStuckJobsAfter for these sources: the
@@ -82,7 +84,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	if cfg.CleanupInterval <= 0 {
 		cfg.CleanupInterval = defaults.CleanupInterval
 	}
-	w, err := NewEventWorker(WorkerConfig{Pool: cfg.Pool, Sources: cfg.Sources, Registerer: cfg.Registerer, Logger: cfg.Logger, Forwarder: cfg.Forwarder, Tracer: cfg.Tracer})
+	w, err := NewEventWorker(WorkerConfig{Pool: cfg.Pool, Sources: cfg.Sources, Registerer: cfg.Registerer, Logger: cfg.Logger, Forwarder: cfg.Forwarder, Tracer: cfg.Tracer, PerEvent: cfg.PerEvent})
 	if err != nil {
 		return nil, err
 	}

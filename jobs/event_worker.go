@@ -68,6 +68,7 @@ type EventWorker struct {
 	sources map[string]*Source
 	gate    *gate
 	wakes   *queueWaker // notifies the queues of jobs woken by completions
+	batch   *batches    // group commit of claims and completions; nil: per event
 	tracer  trace.Tracer
 	m       *metrics.Metrics
 	log     *slog.Logger
@@ -100,6 +101,9 @@ type WorkerConfig struct {
 	// Tracer starts each attempt's spans, in the trace its delivery was
 	// received under; nil: spans with real ids that record nothing.
 	Tracer trace.Tracer
+	// PerEvent turns group commit off: each job claims and completes with
+	// statements of its own (batch.go says what group commit does).
+	PerEvent bool
 }
 
 // NewEventWorker builds the worker.
@@ -133,6 +137,9 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 		_, err := cfg.Pool.Exec(ctx, sql, args...)
 		return err
 	}, queueFetchCooldown, cfg.Logger)
+	if !cfg.PerEvent {
+		w.batch = newBatches(cfg.Pool, claims, func(kind string, n int) { m.WorkerBatch.WithLabelValues(kind).Observe(float64(n)) })
+	}
 	for _, s := range cfg.Sources {
 		if err := s.withDefaults(); err != nil {
 			return nil, err
@@ -241,7 +248,9 @@ func (w *EventWorker) Work(ctx context.Context, job *river.Job[EventArgs]) error
 	claimedAt := time.Now()
 	ctx, span := w.startAttempt(ctx, r, claimStart)
 	defer span.End()
-	w.log.Debug("claimed", "source", src.Name, "destination", t.Name, "event_id", r.ev.ID, "attempt", r.ev.Attempt)
+	if w.log.Enabled(ctx, slog.LevelDebug) { // spares the hot path the arguments
+		w.log.DebugContext(ctx, "claimed", "source", src.Name, "destination", t.Name, "event_id", r.ev.ID, "attempt", r.ev.Attempt)
+	}
 	if r.ev.Stale && src.StaleSkip {
 		return w.skipStale(ctx, r)
 	}

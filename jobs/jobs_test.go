@@ -39,9 +39,17 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // start runs ingest and the workers for one source named "s".
 func start(t *testing.T, src *jobs.Source, reject bool) *bundle {
 	t.Helper()
+	return startWith(t, src, reject, func(*jobs.ClientConfig) {})
+}
+
+// startWith is start with the client's configuration adjusted by tune.
+func startWith(t *testing.T, src *jobs.Source, reject bool, tune func(*jobs.ClientConfig)) *bundle {
+	t.Helper()
 	pool := pgtest.NewPool(t)
 	src.Name = "s"
-	client, err := jobs.NewClient(jobs.ClientConfig{Pool: pool, Sources: []*jobs.Source{src}, Workers: 20, Logger: quiet()})
+	cfg := jobs.ClientConfig{Pool: pool, Sources: []*jobs.Source{src}, Workers: 20, Logger: quiet()}
+	tune(&cfg)
+	client, err := jobs.NewClient(cfg)
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, client.Start(ctx))

@@ -158,6 +158,13 @@ func completeRunningJobSQL(id, guard string) string {
 		WHERE j.id = ` + id + ` AND j.state = 'running' AND ` + guard
 }
 
+// completeRunningJobsSQL is completeRunningJobSQL for the jobs whose ids
+// are column id of the FROM item from.
+func completeRunningJobsSQL(from, id, guard string) string {
+	return `UPDATE river_job j SET state = 'completed', finalized_at = now()
+		FROM ` + from + ` WHERE j.id = ` + id + ` AND j.state = 'running' AND ` + guard
+}
+
 // joinJobSQL gives an active event job an operator's override: its args
 // ($2, an RFC 3339 time as JSON) are read afresh by every attempt.
 const joinJobSQL = `UPDATE river_job SET args = jsonb_set(args, '{override_before}', $2::jsonb) WHERE id = $1`
@@ -303,13 +310,23 @@ func ReadJobStats(ctx context.Context, q Querier, withAttempts bool) (JobStats, 
 }
 
 // AnyUnfinishedJob reports whether an event job is still waiting or
-// running. It stops at the first one it finds.
+// running. It probes each state on its own, each probe a range of River's
+// fetch index (which leads with the state) that stops at the first job: a
+// single IN list over the states lets PostgreSQL scan the table instead,
+// reading every finished job first, which grows with the history.
 func AnyUnfinishedJob(ctx context.Context, q Querier) (bool, error) {
 	var any bool
-	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM river_job
-		WHERE state IN (`+unfinishedStates+`) AND kind = $1)`, EventArgs{}.Kind()).Scan(&any)
+	err := q.QueryRow(ctx, anyUnfinishedJobSQL, EventArgs{}.Kind()).Scan(&any)
 	return any, err
 }
+
+var anyUnfinishedJobSQL = func() string {
+	probes := make([]string, len(UniqueStates))
+	for i, s := range UniqueStates {
+		probes[i] = `EXISTS (SELECT 1 FROM river_job WHERE state = '` + string(s) + `' AND kind = $1)`
+	}
+	return `SELECT ` + strings.Join(probes, " OR ")
+}()
 
 // ensureQueueSQL creates a River queue's row ($1), as River's producer does
 // when it starts, so that a destination's queue can be paused before any

@@ -21,17 +21,18 @@ func param(n, i int) string { return "$" + strconv.Itoa(n+i) }
 // eventID, dest) by job — over its whole life (attempts) and within the
 // job's budget (job_attempts, which a new job restarts) — and loads the
 // payload it forwards. from names more FROM items that must yield a row
-// for anything to happen (the claim). The row keeps its state:
+// for anything to happen (the claim); returning, if not empty, are more
+// columns (with a trailing comma) to return first. The row keeps its state:
 // "processing" is what its claim says, and leaving state (a column of the
 // partial index) alone makes this an update PostgreSQL can do as a HOT
 // update. A destination whose delivery is gone is not touched.
-func startAttemptSQL(source, eventID, dest, job, from string) string {
+func startAttemptSQL(source, eventID, dest, job, from, returning string) string {
 	return `UPDATE hookline_event_destinations r SET attempts = r.attempts + 1,
 			job_attempts = CASE WHEN r.job_id = ` + job + ` THEN r.job_attempts + 1 ELSE 1 END, job_id = ` + job + `
 		FROM hookline_deliveries d, hookline_events e` + from + `
 		WHERE r.source = ` + source + ` AND r.event_id = ` + eventID + ` AND r.destination = ` + dest + `
 			AND d.id = r.delivery_id AND e.source = r.source AND e.event_id = r.event_id
-		RETURNING r.attempts, r.job_attempts, e.event_type, r.delivery_id, d.content_type, d.headers, d.received_at,
+		RETURNING ` + returning + ` r.attempts, r.job_attempts, e.event_type, r.delivery_id, d.content_type, d.headers, d.received_at,
 			hookline_item(d.body, r.item_offset, r.item_length) AS body, d.origin,
 			r.order_key, r.order_seq IS NOT NULL AS in_line, r.order_by::text AS order_by, r.order_by_kind,
 			` + staleSQL + ` AS stale, d.traceparent`
@@ -53,17 +54,34 @@ const staleSQL = `(r.order_seq IS NOT NULL AND r.order_by IS NOT NULL AND EXISTS
 // job id.
 func claimStartSQL(claimSQL string, n int) string {
 	return `WITH claim AS (` + claimSQL + `),
-	ev AS (` + startAttemptSQL(param(n, 1), param(n, 2), param(n, 3), param(n, 4), ", claim") + `)
-	SELECT claim.token, claim.expires_at, ev.attempts, COALESCE(ev.job_attempts, 0), ev.event_type, ev.delivery_id,
+	ev AS (` + startAttemptSQL(param(n, 1), param(n, 2), param(n, 3), param(n, 4), ", claim", "") + `)
+	SELECT ` + startColumns + ` FROM claim LEFT JOIN ev ON true`
+}
+
+// startColumns are what claimStartSQL and claimManyStartSQL answer for a
+// claim taken (startRow's columns).
+const startColumns = `claim.token, claim.expires_at, ev.attempts, COALESCE(ev.job_attempts, 0), ev.event_type, ev.delivery_id,
 		ev.content_type, ev.headers, ev.received_at, ev.body, ev.origin, ev.order_key, COALESCE(ev.in_line, false),
-		ev.order_by, ev.order_by_kind, COALESCE(ev.stale, false), ev.traceparent
-	FROM claim LEFT JOIN ev ON true`
+		ev.order_by, ev.order_by_kind, COALESCE(ev.stale, false), ev.traceparent`
+
+// claimManyStartSQL is claimStartSQL for a batch of jobs (group commit):
+// claimMany is idem's ClaimManySQL. Parameters, arrays with one element
+// per job (distinct keys): $1 claim keys, $2 holders, $3 leases (µs), $4
+// sources, $5 event ids, $6 destinations, $7 job ids. One row per claim
+// taken: its key, then startColumns.
+func claimManyStartSQL(claimMany func(input string) string) string {
+	return `WITH q AS MATERIALIZED (
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[])
+			AS u(key, holder, lease_us, source, event_id, destination, job_id)),
+	claim AS (` + claimMany("SELECT key, holder, lease_us FROM q") + `),
+	ev AS (` + startAttemptSQL("q.source", "q.event_id", "q.destination", "q.job_id", ", q JOIN claim ON claim.key = q.key", "q.key,") + `)
+	SELECT claim.key, ` + startColumns + ` FROM claim LEFT JOIN ev ON ev.key = claim.key`
 }
 
 // startSQL is startAttemptSQL on its own, for a claim taken by an earlier
 // statement of the same transaction: source $1, event_id $2, destination
 // $3, job id $4.
-var startSQL = `WITH ev AS (` + startAttemptSQL("$1", "$2", "$3", "$4", "") + `)
+var startSQL = `WITH ev AS (` + startAttemptSQL("$1", "$2", "$3", "$4", "", "") + `)
 	SELECT attempts, job_attempts, event_type, delivery_id, content_type, headers, received_at, body, origin,
 		order_key, in_line, order_by, order_by_kind, stale, traceparent FROM ev`
 
@@ -123,6 +141,40 @@ func completeSQL(claimSQL string, n int) string {
 			AND EXISTS (SELECT 1 FROM claim)),
 	job AS (` + completeRunningJobSQL(param(n, 5), `(SELECT count(*) FROM ev) >= 0 AND EXISTS (SELECT 1 FROM claim)`) + `)
 	SELECT count(*) FROM claim`
+}
+
+// completeManySQL is completeSQL for a batch of completions (group
+// commit), with the same effects per event and the same lock order (every
+// destination row before any job row): completeMany is idem's
+// CompleteManySQL. Parameters, arrays with one element per completion
+// (distinct keys): $1 claim keys, $2 tokens, $3 the claims' dedup windows
+// (µs), $4 sources, $5 event ids, $6 destinations, $7 the destinations'
+// dedup windows (µs), $8 job ids, then the attempts' $9 n, $10 status, $11
+// duration (ms), and $12 why each was not forwarded (NULL elements: it
+// was). It answers the key of every completion whose token still held.
+func completeManySQL(completeMany func(input string) string) string {
+	return `WITH q AS MATERIALIZED (
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
+				$9::int[], $10::int[], $11::int[], $12::text[])
+			AS u(key, token, dedup_us, source, event_id, destination, dest_dedup_us, job_id, n, status, duration_ms, skipped)),
+	claim AS (` + completeMany("SELECT key, token, dedup_us FROM q") + `),
+	done AS MATERIALIZED (SELECT q.* FROM q JOIN claim ON claim.key = q.key),
+	ev AS (
+		UPDATE hookline_event_destinations r SET state = 'completed', completed_at = now(),
+			dedup_until = now() + done.dest_dedup_us * interval '1 microsecond', last_error = NULL, skipped = done.skipped
+		FROM done WHERE r.source = done.source AND r.event_id = done.event_id AND r.destination = done.destination
+		RETURNING 1),
+	att AS (INSERT INTO hookline_attempts (source, event_id, destination, n, status, duration_ms, error)
+		SELECT source, event_id, destination, n, status, duration_ms, '' FROM done),
+	dead AS (
+		DELETE FROM hookline_dead x USING done
+		WHERE x.source = done.source AND x.event_id = done.event_id AND x.destination = done.destination AND x.reason = 'failed'),
+	streak AS (
+		UPDATE hookline_destinations s SET failure_streak = 0
+		FROM (SELECT DISTINCT source, destination FROM done) f
+		WHERE s.source = f.source AND s.name = f.destination AND s.failure_streak > 0 AND s.circuit = 'closed'),
+	job AS (` + completeRunningJobsSQL("done", "done.job_id", "(SELECT count(*) FROM ev) >= 0") + `)
+	SELECT key FROM claim`
 }
 
 // deleteEarlierDeathSQL deletes the dead items of reason failed of an

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/hookline/hookline/internal/app"
@@ -38,7 +39,32 @@ func cmdServe(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopProfile, err := cpuProfile(os.Getenv(cpuProfileEnv))
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	return a.Run(ctx, nil)
+}
+
+// cpuProfileEnv names a file: serve writes a CPU profile of its whole run
+// there (read it with go tool pprof), for finding where a worker's or an
+// ingest's time goes under a real load.
+const cpuProfileEnv = "HOOKLINE_CPU_PROFILE"
+
+func cpuProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cpuProfileEnv, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", cpuProfileEnv, err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func cmdMigrate(args []string, stdout, stderr io.Writer) error {

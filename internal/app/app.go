@@ -173,6 +173,7 @@ func (a *App) build(ctx context.Context) error {
 		Pool: a.Pool, Sources: jobSources, Workers: cfg.Workers, InsertOnly: opts.Role == RoleIngest,
 		DeliveryRetention: cfg.Retention.Deliveries.D(), CleanupInterval: opts.CleanupInterval,
 		Registerer: a.Registry, Logger: opts.Logger, Alerts: alerts, Tracer: a.tracing.Tracer(),
+		PerEvent: !cfg.ProcessingBatchEnabled(),
 	})
 	if err != nil {
 		return err

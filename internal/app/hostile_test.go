@@ -447,17 +447,16 @@ func TestCompletionFailureAfter2xxIsNotDead(t *testing.T) {
 	dest := newSink(t, 0)
 	cfg := strings.Replace(serveConfig("127.0.0.1:0", dbURL, dest.URL, "admin_token: "+hostileToken, ""), "max_attempts: 5", "max_attempts: 1", 1)
 	ip := startApp(t, cfg, app.Options{})
-	// The first completion of an event fails, as if the database had gone
-	// away at that moment (a sequence is not rolled back with it).
+	// Recording the first attempt's completion fails, as if the database had
+	// gone away at that moment: in its batch, and in the statement of its own
+	// the job falls back to.
 	pool := connect(t, dbURL)
-	_, err := pool.Exec(context.Background(), `CREATE SEQUENCE fault_fired;
-		CREATE FUNCTION fail_first_completion() RETURNS trigger LANGUAGE plpgsql AS $$
+	_, err := pool.Exec(context.Background(), `CREATE FUNCTION fail_first_completion() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
-			IF nextval('fault_fired') = 1 THEN RAISE EXCEPTION 'injected: completion could not be recorded'; END IF;
-			RETURN NEW;
+			RAISE EXCEPTION 'injected: completion could not be recorded';
 		END $$;
 		CREATE TRIGGER fail_first_completion BEFORE UPDATE ON hookline_event_destinations
-			FOR EACH ROW WHEN (NEW.state = 'completed') EXECUTE FUNCTION fail_first_completion();`)
+			FOR EACH ROW WHEN (NEW.state = 'completed' AND NEW.attempts = 1) EXECUTE FUNCTION fail_first_completion();`)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, postEvent(testClient, ip.url(0), "s", "evt_final_2xx", stripeSecret).Status)
 	ev := eventState(t, ip.url(0), "s", "evt_final_2xx", 60*time.Second, "completed", "dead")

@@ -117,21 +117,22 @@ type Config struct {
 	AdminListen string `yaml:"admin_listen"` // empty: admin routes on listen
 	// MetricsOnAdmin serves /metrics on admin_listen instead of listen; it
 	// requires admin_listen.
-	MetricsOnAdmin  bool      `yaml:"metrics_on_admin"`
-	DatabaseURL     string    `yaml:"database_url"`
-	AdminToken      string    `yaml:"admin_token"` // empty: admin routes answer 404
-	MaxBodyBytes    int64     `yaml:"max_body_bytes"`
-	Workers         int       `yaml:"workers"`
-	ShutdownTimeout Duration  `yaml:"shutdown_timeout"`
-	TLSCert         string    `yaml:"tls_cert"`
-	TLSKey          string    `yaml:"tls_key"`
-	Ingest          Ingest    `yaml:"ingest"`
-	Database        Database  `yaml:"database"`
-	Retention       Retention `yaml:"retention"`
-	Log             Log       `yaml:"log"`
-	Tracing         Tracing   `yaml:"tracing"`
-	Sources         []*Source `yaml:"sources"`
-	Alerts          []*Alert  `yaml:"alerts"`
+	MetricsOnAdmin  bool       `yaml:"metrics_on_admin"`
+	DatabaseURL     string     `yaml:"database_url"`
+	AdminToken      string     `yaml:"admin_token"` // empty: admin routes answer 404
+	MaxBodyBytes    int64      `yaml:"max_body_bytes"`
+	Workers         int        `yaml:"workers"`
+	ShutdownTimeout Duration   `yaml:"shutdown_timeout"`
+	TLSCert         string     `yaml:"tls_cert"`
+	TLSKey          string     `yaml:"tls_key"`
+	Ingest          Ingest     `yaml:"ingest"`
+	Processing      Processing `yaml:"processing"`
+	Database        Database   `yaml:"database"`
+	Retention       Retention  `yaml:"retention"`
+	Log             Log        `yaml:"log"`
+	Tracing         Tracing    `yaml:"tracing"`
+	Sources         []*Source  `yaml:"sources"`
+	Alerts          []*Alert   `yaml:"alerts"`
 }
 
 // Ingest tunes the ingest path.
@@ -155,6 +156,16 @@ type Ingest struct {
 	// BodyTimeout bounds how long a request body may take to arrive; beyond
 	// it the request is answered 408 (default 10s; positive).
 	BodyTimeout Duration `yaml:"body_timeout"`
+}
+
+// Processing tunes the workers.
+type Processing struct {
+	// Batch: group commit on the worker side (default true): the claims of
+	// concurrent jobs are taken in one statement, and their completions
+	// recorded in one, each job answered after that statement's COMMIT.
+	// false is the per-event path, one statement per claim and per
+	// completion, kept for comparison.
+	Batch *bool `yaml:"batch"`
 }
 
 // Database tunes the connection pool.
@@ -314,6 +325,12 @@ func (s *Source) KeyResolvers() (id, typ providers.KeyResolver) { return s.event
 
 // BatchEnabled reports whether group commit is on.
 func (c *Config) BatchEnabled() bool { return c.Ingest.Batch == nil || *c.Ingest.Batch }
+
+// ProcessingBatchEnabled reports whether the workers group-commit their
+// claims and completions.
+func (c *Config) ProcessingBatchEnabled() bool {
+	return c.Processing.Batch == nil || *c.Processing.Batch
+}
 
 // FieldError is a validation error naming a field by its YAML path.
 type FieldError struct {

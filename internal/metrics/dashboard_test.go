@@ -145,6 +145,7 @@ func exposedMetrics(t *testing.T) map[string]string {
 	m.Deliveries.WithLabelValues("s", "d", "success").Inc()
 	m.IngestSeconds.WithLabelValues("s").Observe(0.01)
 	m.BatchSize.Observe(1)
+	m.WorkerBatch.WithLabelValues("claim").Observe(1)
 	m.RedeliveryGap.WithLabelValues("s").Observe(1)
 	m.ClaimHold.WithLabelValues("s").Observe(1)
 	m.DestSeconds.WithLabelValues("s").Observe(1)

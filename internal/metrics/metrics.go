@@ -30,6 +30,7 @@ type Metrics struct {
 	Deliveries    *prometheus.CounterVec   // source, destination, result: success|failure|dead
 	IngestSeconds *prometheus.HistogramVec // source
 	BatchSize     prometheus.Histogram
+	WorkerBatch   *prometheus.HistogramVec // statement: claim|complete
 	RedeliveryGap *prometheus.HistogramVec // source: time between first and repeated delivery
 	ClaimHold     *prometheus.HistogramVec // source: how long a claim was held
 	DestSeconds   *prometheus.HistogramVec // source
@@ -75,6 +76,11 @@ func For(reg prometheus.Registerer) *Metrics {
 			Help:    "Deliveries committed per ingest transaction.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
 		})),
+		WorkerBatch: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hookline_worker_batch_size",
+			Help:    "Jobs served per worker statement (group commit): claim or complete.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
+		}, []string{"statement"})),
 		RedeliveryGap: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "hookline_redelivery_gap_seconds",
 			Help:    "Time between an event's first delivery and a repeated delivery of it.",

@@ -1,0 +1,82 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookline/hookline/idem"
+	"github.com/hookline/hookline/internal/pgtest"
+)
+
+// The batch statements, item by item: a claim taken starts its attempt and
+// loads the payload; a key twice in one batch is left to its own statement
+// (claim: nil; completion: skipped); a claim with no destination row is
+// taken but starts nothing; a completion whose token no longer holds is
+// lost and changes nothing; and the effects of a completion are those of
+// the per-event statement.
+func TestBatchStatements(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := context.Background()
+	store, err := idem.NewStore(pool, &idem.Config{Table: ClaimsTable})
+	require.NoError(t, err)
+	for i := range 3 {
+		id := fmt.Sprintf("evt_%d", i)
+		_, err := pool.Exec(ctx, `WITH d AS (INSERT INTO hookline_deliveries (source, content_type, body) VALUES ('s', 'application/json', $2) RETURNING id),
+			e AS (INSERT INTO hookline_events (source, event_id, event_type, delivery_id) SELECT 's', $1, 'charge.succeeded', id FROM d)
+			INSERT INTO hookline_event_destinations (source, event_id, destination, delivery_id) SELECT 's', $1, 'default', id FROM d`,
+			id, []byte(`{"id":"`+id+`"}`))
+		require.NoError(t, err)
+	}
+	item := func(id string, job int64) claimItem {
+		return claimItem{key: "hookline:s:default:" + id, holder: fmt.Sprint("job:", job), leaseUS: 60_000_000,
+			source: "s", eventID: id, dest: "default", jobID: job}
+	}
+	claimSQL := claimManyStartSQL(store.ClaimManySQL)
+	rows, err := claimMany(ctx, pool, claimSQL, []claimItem{item("evt_0", 10), item("evt_1", 11), item("evt_0", 12), item("evt_none", 13)})
+	require.NoError(t, err)
+	require.Len(t, rows, 4)
+	require.NotNil(t, rows[0])
+	require.NotNil(t, rows[1])
+	require.Nil(t, rows[2], "a key twice in one batch goes its own way")
+	require.NotNil(t, rows[3], "no destination row: the claim is taken all the same")
+	require.Nil(t, rows[3].attempts, "… and starts nothing")
+	require.Equal(t, 1, *rows[0].attempts)
+	require.Equal(t, `{"id":"evt_0"}`, string(rows[0].ev.Body))
+	require.Equal(t, "charge.succeeded", *rows[0].eventType)
+
+	// Claiming a held key again is refused.
+	again, err := claimMany(ctx, pool, claimSQL, []claimItem{item("evt_1", 14), item("evt_2", 15)})
+	require.NoError(t, err)
+	require.Nil(t, again[0], "evt_1 is held")
+	require.NotNil(t, again[1])
+
+	done := func(id string, token, job int64) completeItem {
+		return completeItem{key: "hookline:s:default:" + id, token: token, dedupUS: 3_600_000_000, source: "s", eventID: id, dest: "default",
+			destDedupUS: 3_600_000_000, jobID: job, n: 1, status: 200, durationMS: 3}
+	}
+	out, err := completeMany(ctx, pool, completeManySQL(store.CompleteManySQL), []completeItem{
+		done("evt_0", rows[0].token, 10), done("evt_1", rows[1].token+1000, 11), done("evt_2", again[1].token, 15), done("evt_2", again[1].token, 15)})
+	require.NoError(t, err)
+	require.Equal(t, []completion{completionDone, completionLost, completionDone, completionSkipped}, out)
+
+	states := map[string]string{}
+	var id, state string
+	r, err := pool.Query(ctx, `SELECT event_id, state FROM hookline_event_destinations ORDER BY event_id`)
+	require.NoError(t, err)
+	for r.Next() {
+		require.NoError(t, r.Scan(&id, &state))
+		states[id] = state
+	}
+	require.NoError(t, r.Err())
+	require.Equal(t, map[string]string{"evt_0": "completed", "evt_1": "queued", "evt_2": "completed"}, states)
+	var logged int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM hookline_attempts WHERE status = 200 AND duration_ms = 3`).Scan(&logged))
+	require.Equal(t, 2, logged, "one attempt logged per completion, none for the lost one")
+	var claimStates []string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(state ORDER BY key) FROM hookline_claims`).Scan(&claimStates))
+	require.Equal(t, []string{"completed", "processing", "completed", "processing"}, claimStates, "evt_0, evt_1, evt_2, evt_none")
+}

@@ -1,0 +1,114 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookline/hookline/jobs"
+)
+
+// Group commit changes how many statements record the work, not what they
+// record: the same events through the per-event path and through batches
+// (every third event failing its first attempt) end with the same rows —
+// each event completed after the same attempts, the same attempts log,
+// every claim completed, every job finished — and the destination saw each
+// attempt once. The batched run did share statements (some batch held
+// more than one job), so the comparison is not of two per-event runs.
+func TestGroupCommitMatchesPerEvent(t *testing.T) {
+	t.Parallel()
+	const events = 120
+	type outcome struct {
+		rows    []string // event_id state attempts
+		log     []string // event_id n status
+		claims  []string // state count
+		jobs    []string // state count
+		forward map[string]int
+	}
+	run := func(t *testing.T, perEvent bool) (outcome, *prometheus.Registry) {
+		var mu sync.Mutex
+		forwards := map[string]int{}
+		dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key := r.Header.Get("Idempotency-Key")
+			mu.Lock()
+			forwards[key]++
+			n := forwards[key]
+			mu.Unlock()
+			var i int
+			_, _ = fmt.Sscanf(key, "s:evt_gc_%d", &i)
+			if i%3 == 0 && n == 1 {
+				http.Error(w, "first attempt fails", http.StatusInternalServerError)
+			}
+		}))
+		t.Cleanup(dest.Close)
+		reg := prometheus.NewRegistry()
+		b := startWith(t, &jobs.Source{MaxAttempts: 5, BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
+			Destination: &jobs.Destination{URL: dest.URL}}, false, func(c *jobs.ClientConfig) { c.PerEvent, c.Registerer = perEvent, reg })
+		var wg sync.WaitGroup
+		for g := range 12 {
+			wg.Go(func() {
+				for i := g; i < events; i += 12 {
+					require.Equal(t, "accepted", b.send(t, fmt.Sprintf("evt_gc_%03d", i)))
+				}
+			})
+		}
+		wg.Wait()
+		ctx := context.Background()
+		require.Eventually(t, func() bool {
+			var n int
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_event_destinations WHERE state = 'completed'`).Scan(&n))
+			return n == events
+		}, 60*time.Second, 20*time.Millisecond)
+		require.Eventually(t, func() bool {
+			busy, err := jobs.AnyUnfinishedJob(ctx, b.pool)
+			require.NoError(t, err)
+			return !busy
+		}, 30*time.Second, 20*time.Millisecond)
+		var o outcome
+		strs := func(sql string) []string {
+			var out []string
+			require.NoError(t, b.pool.QueryRow(ctx, sql).Scan(&out))
+			return out
+		}
+		o.rows = strs(`SELECT array_agg(event_id || ' ' || state || ' ' || attempts ORDER BY event_id) FROM hookline_event_destinations`)
+		o.log = strs(`SELECT array_agg(event_id || ' ' || n || ' ' || status ORDER BY event_id, n) FROM hookline_attempts`)
+		o.claims = strs(`SELECT array_agg(state || ' ' || n) FROM (SELECT state, count(*) n FROM hookline_claims GROUP BY 1) x`)
+		o.jobs = strs(`SELECT array_agg(state || ' ' || n) FROM (SELECT state::text, count(*) n FROM river_job WHERE kind = '` + jobs.EventArgs{}.Kind() + `' GROUP BY 1) x`)
+		mu.Lock()
+		o.forward = maps.Clone(forwards)
+		mu.Unlock()
+		return o, reg
+	}
+	perEvent, _ := run(t, true)
+	batched, reg := run(t, false)
+	require.Equal(t, perEvent, batched)
+	require.Len(t, batched.rows, events)
+	require.Equal(t, []string{fmt.Sprint("completed ", events)}, batched.claims)
+	require.Equal(t, []string{fmt.Sprint("completed ", events)}, batched.jobs)
+	require.True(t, slices.Contains(batched.log, "evt_gc_000 1 500") && slices.Contains(batched.log, "evt_gc_000 2 200"), batched.log[:4])
+
+	shared := map[string]bool{}
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != "hookline_worker_batch_size" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			h := m.GetHistogram()
+			one := h.GetBucket()[0] // le=1
+			require.Equal(t, 1.0, one.GetUpperBound())
+			shared[m.GetLabel()[0].GetValue()] = h.GetSampleCount() > one.GetCumulativeCount()
+		}
+	}
+	require.True(t, shared["claim"] || shared["complete"], "no claim or completion batch held more than one job: %v", shared)
+}
