@@ -63,15 +63,24 @@ func newGenerator(secret, run, target string, n, keys int) (*generator, error) {
 	return g, nil
 }
 
-func (g *generator) make(i int) event {
-	id := fmt.Sprintf("%s%09d", g.prefix, i)
+// eventID is event i's id: "evt_", the run's name and i.
+func (g *generator) eventID(i int) string { return fmt.Sprintf("%s%09d", g.prefix, i) }
+
+// body is event i's id and body, unsigned (the textbook run writes them
+// straight into its table).
+func (g *generator) body(i int) (string, []byte) {
+	id := g.eventID(i)
 	object := "pi_3Q" + id[4:]
 	if g.keys > 0 {
 		object = objectKey(i, g.keys)
 	}
 	// created grows with i, so that with ordering.by an event is stale
 	// only when it was accepted after a later one of its key.
-	body := stripeEvent(id, object, g.at.Unix()+int64(i))
+	return id, stripeEvent(id, object, g.at.Unix()+int64(i))
+}
+
+func (g *generator) make(i int) event {
+	id, body := g.body(i)
 	req := &providers.Request{Body: body, Header: http.Header{}}
 	_ = g.signer.Sign(req, g.at)
 	raw := fmt.Appendf(make([]byte, 0, len(body)+256),
@@ -154,6 +163,9 @@ type loadConfig struct {
 	maxEvents   int
 	gen         *generator
 	spans       bool // record when each accepted event was sent and answered
+	// progress, when set, counts the "accepted" answers as they arrive
+	// (the colocated scenario samples it during the load).
+	progress *atomic.Int64
 }
 
 // span is when an accepted event was sent and when its answer arrived.
@@ -223,6 +235,9 @@ func runLoad(ctx context.Context, cfg loadConfig) *loadResult {
 						s.mine = append(s.mine, ev)
 					}
 					s.accepted = append(s.accepted, ev.id)
+					if cfg.progress != nil {
+						cfg.progress.Add(1)
+					}
 					if cfg.spans {
 						s.spans = append(s.spans, span{t0, time.Now()})
 					}
@@ -399,6 +414,9 @@ type sink struct {
 	overlaps int
 	held     time.Duration // total time requests were held (latency > 0)
 	heldN    int
+	// distinct counts the hitKeys seen at least once (with one destination:
+	// the distinct events received), readable without mu.
+	distinct atomic.Int64
 }
 
 // hitKey names an event's forwards to one destination.
@@ -413,7 +431,10 @@ func lineKey(dest, orderKey string) string { return dest + " " + orderKey }
 func (s *sink) begin(dest, idem, orderKey, eventID string) (end func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.hits[hitKey(dest, idem)]++
+	k := hitKey(dest, idem)
+	if s.hits[k]++; s.hits[k] == 1 {
+		s.distinct.Add(1)
+	}
 	if orderKey == "" {
 		return func() {}
 	}

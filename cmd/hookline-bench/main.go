@@ -16,16 +16,26 @@
 // events/s, hookline CPU seconds per 1,000 events, hookline peak RSS) and
 // writes bench-results/results.json and bench-results/chart.svg.
 //
-// Two more scenarios (-scenario, all by default) measure the workers'
+// Three more scenarios (-scenario, all by default) measure the workers'
 // drain of a backlog: ordering (an unordered source, the same source
 // ordered per key over 10,000 keys, and one hot key behind a destination
-// with a latency, with a per-key order check) and fanout (one destination
-// against three). See docs/performance.md#ordering and #fan-out.
+// with a latency, with a per-key order check), fanout (one destination
+// against three) and processing (hookline's worker, per event and batched,
+// against a plain River worker: the textbook design, textbook.go). A fifth,
+// colocated, runs one `hookline serve --role all` under load, batched and
+// per event, and samples accepted and delivered once a second to tell
+// whether its workers keep up (colocated.go, which also writes
+// colocated.svg). See docs/performance.md#ordering, #fan-out,
+// #processing-against-the-textbook-design and
+// #colocated-does-one-process-keep-up.
 //
 // Usage:
 //
 //	go run ./cmd/hookline-bench [flags]     (make bench)
 //	go run ./cmd/hookline-bench -short      (smoke: one level, 2 s)
+//
+// hookline-bench -textbook-worker … is the textbook worker itself, which
+// the processing scenario runs as a subprocess (not for use by hand).
 package main
 
 import (
@@ -44,8 +54,9 @@ import (
 )
 
 const usageHeader = `hookline-bench — side-by-side benchmarks of hookline: ingest (naive vs group
-commit), ordering (unordered vs ordered per key, and one hot key) and fan-out
-(one destination vs several)
+commit), ordering (unordered vs ordered per key, and one hot key), fan-out
+(one destination vs several), processing (hookline's worker vs a plain
+River worker) and colocated (one --role all process: do its workers keep up?)
 
 Starts a throwaway PostgreSQL (fsync on) in a temporary directory, then for
 each concurrency level and each mode: a fresh database, hookline as a
@@ -60,7 +71,8 @@ first send → last completion), CPU s/1k (hookline process user+sys CPU from
 load start to the last completion, per 1,000 accepted events; pg = the
 PostgreSQL server's), peak RSS (hookline's VmHWM).
 
-Scenarios (-scenario, comma-separated; default all = ingest,ordering,fanout):
+Scenarios (-scenario, comma-separated; default all =
+ingest,ordering,fanout,processing,colocated):
 
   ingest    the above, at each -c level for -d per mode (naive, batched).
   ordering  drain rate (PROCESSED/s) of a backlog of -backlog events whose
@@ -75,11 +87,45 @@ Scenarios (-scenario, comma-separated; default all = ingest,ordering,fanout):
             of their places in Postgres, and the places follow the senders'
             real-time order (an event answered before another was sent has
             the earlier place). The summary gives ordered/unordered (the
-            issue's target: at least 0.70).
+            target: at least 0.70).
   fanout    the drain of -backlog events (one object each, unordered) with
             one destination ("fanout-1") and with -destinations destinations
             that all match ("fanout-N"), taking turns: events/s and
             deliveries/s (events x destinations), and the ratios.
+  processing
+            the drain of -backlog events (one object each, unordered) by
+            three workers taking turns (-processing-runs): "textbook", the
+            baseline a user would compare with: a plain River worker
+            (riverpgxv5, one queue of -workers workers, 5 ms fetch
+            cooldown, River's batched completer) run as a subprocess, whose
+            job reads the event's row, POSTs it to the destination and
+            marks the row processed (its backlog is written straight into
+            its table and River's, not sent); "per-event", hookline's
+            --role worker with processing: {batch: false}; and "batched",
+            with the default. HL s/1k is the textbook worker's CPU in its
+            run. The summary gives batched/textbook and per-event/textbook
+            of processed/s, each run's CPU per event (worker + Postgres)
+            and its worker's peak RSS (VmHWM), against the targets
+            (batched at least 2x textbook and 5,000 events/s; the worker's
+            peak RSS at most 150 MB with -backlog 100000).
+  colocated one hookline serve --role all (what users run by default)
+            taking webhooks from 64 closed-loop senders (-c: its first
+            level), no duplicates, for -d, while its workers process them
+            on the same CPUs; two runs taking turns: "colocated-batched"
+            (the default configuration) and "colocated-per-event"
+            (processing: {batch: false}); then the drain and the checks.
+            Once a second it samples accepted so far (2xx "accepted"),
+            delivered so far (distinct events the destination received)
+            and the queue depth (accepted - delivered). Over the steady
+            part of the load (from 2 s to its end): ACCEPTED/s,
+            DELIVERED/s, DEPTH/s (the depth's least-squares growth per
+            second: positive, the workers fall behind), END DEPTH (at the
+            end of the load) and KEEPS UP (delivered/s >= 95 % of
+            accepted/s and DEPTH/s <= 5 % of accepted/s); P99/MAX ms (ack
+            latency) and E2E/s (accepted / first send -> last completion).
+            Targets: colocated-batched delivers >= 3,000 events/s while
+            keeping up, with p99 ack <= 50 ms. Writes <out>/colocated.svg
+            (the median round's two runs over time).
 
 The drain scenarios build their backlog with group commit at 64 senders
 (-c, -d, -modes and -max-events do not apply); -repeat rounds apply to every
@@ -89,8 +135,9 @@ the last completion), DELIVERIES/s ((event, destination) pairs, same time),
 STEADY/s (events / first → last completion), HL and PG s/1k (the worker's
 and Postgres's CPU during the drain, per 1,000 events).
 
-Results: <out>/results.json and <out>/chart.svg (default ./bench-results;
-the chart draws the ingest scenario).
+Results: <out>/results.json, <out>/chart.svg (default ./bench-results;
+the chart draws the ingest scenario) and <out>/colocated.svg (the colocated
+scenario; -replot redraws both).
 
 Flags:
 `
@@ -125,6 +172,10 @@ type options struct {
 	hotEvents int
 	latency   time.Duration
 	fanout    int
+	// processing: the runs of each round (processingRuns, in order).
+	processing []string
+	// colocated: the concurrent senders (-c's first level if given, else 64).
+	colocatedSenders int
 }
 
 func main() {
@@ -132,6 +183,9 @@ func main() {
 }
 
 func realMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == textbookWorkerFlag {
+		return textbookMain(args[1:], stdout, stderr)
+	}
 	o, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -169,13 +223,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fs.PrintDefaults()
 	}
 	var o options
-	levels := fs.String("c", "16,64,128", "concurrency levels: comma-separated numbers of concurrent senders")
+	levels := fs.String("c", "16,64,128", "concurrency levels: comma-separated numbers of concurrent senders (the colocated scenario: the first; 64 when not given)")
 	modes := fs.String("modes", "naive,batched", "modes to run, in order at each level: naive (ingest.batch: false), batched (group commit), traced (group commit, every span exported over OTLP/HTTP to a loopback collector)")
-	fs.DurationVar(&o.duration, "d", 10*time.Second, "load duration per level and mode")
+	fs.DurationVar(&o.duration, "d", 10*time.Second, "load duration per level and mode (ingest), per run (colocated)")
 	fs.IntVar(&o.repeat, "repeat", 1, "runs of each level and mode, the modes taking turns (naive, batched, naive, …) so that both meet the same machine; the summary gives medians and batched/naive of the medians")
 	fs.Float64Var(&o.dupRatio, "dup", 0.10, "share of requests that re-send an already accepted event (0..0.9)")
-	fs.IntVar(&o.workers, "workers", 0, "hookline workers (0: hookline's default)")
-	fs.IntVar(&o.maxConns, "max-conns", 0, "hookline database.max_conns (0: hookline's default)")
+	fs.IntVar(&o.workers, "workers", 0, "hookline workers, and the textbook worker's (0: hookline's default)")
+	fs.IntVar(&o.maxConns, "max-conns", 0, "hookline database.max_conns, and the textbook worker's pool size (0: hookline's default)")
 	fs.IntVar(&o.batchSize, "batch-size", 0, "hookline ingest.batch_size (0: hookline's default)")
 	fs.DurationVar(&o.batchWait, "batch-wait", 0, "hookline ingest.batch_wait (0: hookline's default)")
 	fs.DurationVar(&o.queueTimeout, "queue-timeout", 0, "hookline ingest.queue_timeout (0: hookline's default)")
@@ -188,11 +242,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.pgURL, "pg", "", "use this PostgreSQL server (a URL whose role may CREATE DATABASE) instead of a throwaway cluster")
 	fs.BoolVar(&o.colocated, "colocated", false, "run one hookline --role all during the load (workers compete with ingest for the same CPUs) instead of the default: --role ingest during the load, then a --role worker process that drains the queue (processed/s is measured over that drain)")
 	fs.BoolVar(&o.noDrain, "no-drain", false, "diagnostic: measure the load phase only; do not wait for processing and do not check counts (CHECK shows unchecked)")
-	fs.BoolVar(&o.replot, "replot", false, "only redraw <out>/chart.svg from <out>/results.json")
+	fs.BoolVar(&o.replot, "replot", false, "only redraw <out>/chart.svg (and <out>/colocated.svg, with colocated runs) from <out>/results.json")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (Postgres data and logs) and each run's database (with -pg: on that server, to inspect; drop them yourself)")
 	fs.BoolVar(&o.verbose, "v", false, "log progress")
 	short := fs.Bool("short", false, "smoke run: one level (16 senders), 2s per mode, drain backlogs of 2,000 events (hot key: 200) (-c, -d, -backlog and -hot-events still apply)")
-	scenarios := scenarioFlags(fs, &o)
+	scenarios, procRuns := scenarioFlags(fs, &o)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -205,6 +259,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if err := o.parseScenarios(*scenarios); err != nil {
 		return o, err
 	}
+	if err := o.parseProcessingRuns(*procRuns); err != nil {
+		return o, err
+	}
 	for _, f := range strings.Split(*levels, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 || n > 4096 {
@@ -212,6 +269,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		o.levels = append(o.levels, n)
 	}
+	o.colocatedSenders = colocatedSenders
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "c" {
+			o.colocatedSenders = o.levels[0]
+		}
+	})
 	for _, m := range strings.Split(*modes, ",") {
 		m = strings.TrimSpace(m)
 		if m != modeNaive && m != modeBatched && m != modeTraced {
@@ -261,16 +324,17 @@ func (o *options) applyShort(fs *flag.FlagSet, levels *string) {
 	}
 }
 
-// scenarioFlags declares -scenario (returned) and the drain scenarios'
-// flags.
-func scenarioFlags(fs *flag.FlagSet, o *options) *string {
-	sc := fs.String("scenario", "all", "scenarios to run, comma-separated: ingest, ordering, fanout, or all (see above)")
-	fs.IntVar(&o.backlog, "backlog", 20000, "ordering and fanout: new events per run (the backlog the worker drains)")
+// scenarioFlags declares -scenario and -processing-runs (returned) and the
+// drain scenarios' other flags.
+func scenarioFlags(fs *flag.FlagSet, o *options) (scenarios, procRuns *string) {
+	sc := fs.String("scenario", "all", "scenarios to run, comma-separated: ingest, ordering, fanout, processing, colocated, or all (see above)")
+	fs.IntVar(&o.backlog, "backlog", 20000, "ordering, fanout and processing: new events per run (the backlog the worker drains; processing: try -backlog 10000 and -backlog 100000)")
 	fs.IntVar(&o.keys, "keys", 10000, "ordering: distinct ordering keys (data.object.id values) of the unordered and ordered runs")
 	fs.IntVar(&o.hotEvents, "hot-events", 2000, "ordering: events of the hot-key run (all with one key)")
 	fs.DurationVar(&o.latency, "latency", 2*time.Millisecond, "ordering: how long the destination holds each request in the hot-key run")
 	fs.IntVar(&o.fanout, "destinations", 3, "fanout: destinations of the fanout-N run (2..16)")
-	return sc
+	runs := fs.String("processing-runs", strings.Join(processingRuns, ","), "processing: the runs of each round, comma-separated, in turn: textbook, per-event, batched")
+	return sc, runs
 }
 
 // parseScenarios reads -scenario and checks the drain scenarios' flags.
@@ -283,10 +347,22 @@ func (o *options) parseScenarios(list string) error {
 		case slices.Contains(allScenarios, f) && !slices.Contains(o.scenarios, f):
 			o.scenarios = append(o.scenarios, f)
 		default:
-			return fmt.Errorf("-scenario: %q: want ingest, ordering, fanout or all (each once)", f)
+			return fmt.Errorf("-scenario: %q: want ingest, ordering, fanout, processing, colocated or all (each once)", f)
 		}
 	}
 	return o.checkDrainFlags()
+}
+
+// parseProcessingRuns reads -processing-runs.
+func (o *options) parseProcessingRuns(list string) error {
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains(processingRuns, f) || slices.Contains(o.processing, f) {
+			return fmt.Errorf("-processing-runs: %q: want textbook, per-event or batched (each once)", f)
+		}
+		o.processing = append(o.processing, f)
+	}
+	return nil
 }
 
 func (o *options) checkDrainFlags() error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,6 +29,7 @@ type Report struct {
 	Summary  []Summary          `json:"summary"`
 	Speedup  map[string]float64 `json:"speedup_accepted_per_s"` // batched / naive of the median accepted/s, by concurrency
 	Ratios   []Ratio            `json:"drain_ratios,omitempty"` // the drain scenarios' comparisons
+	Targets  []Target           `json:"targets,omitempty"`      // the processing scenario's targets
 	OK       bool               `json:"ok"`
 }
 
@@ -43,9 +45,12 @@ type Machine struct {
 }
 
 // Result is one (mode, concurrency) run. In the drain scenarios (ordering,
-// fanout) Mode names the run (unordered, ordered, hot-key, fanout-N).
+// fanout, processing) Mode names the run (unordered, ordered, hot-key,
+// fanout-N, textbook, per-event, batched). A textbook run has no hookline:
+// its "hookline" CPU figures are the textbook worker's, and having no load
+// (its backlog is written, not sent) it has no load figures.
 type Result struct {
-	Scenario       string  `json:"scenario,omitempty"` // ingest, ordering, fanout ("": ingest)
+	Scenario       string  `json:"scenario,omitempty"` // ingest, ordering, fanout, processing ("": ingest)
 	Mode           string  `json:"mode"`
 	Concurrency    int     `json:"concurrency"`
 	Round          int     `json:"round"` // 1.., with -repeat`
@@ -111,6 +116,10 @@ type Result struct {
 	// ProcOtherCPUPct is the same during the processing phase (default
 	// topology, subprocess).
 	ProcOtherCPUPct float64 `json:"processing_other_processes_cpu_pct,omitempty"`
+	// WorkerPeakRSSMB is the peak RSS (VmHWM) of the process that drained
+	// the queue: the --role worker (or, -colocated, all) process, or the
+	// textbook worker (subprocesses only).
+	WorkerPeakRSSMB float64 `json:"worker_peak_rss_mb,omitempty"`
 	MeanBatch       float64 `json:"mean_batch_size,omitempty"`
 	SignedInline    int     `json:"signed_inline"`
 	Jobs            int     `json:"event_jobs"`
@@ -119,6 +128,11 @@ type Result struct {
 	Stray           int     `json:"stray"`
 	Problem         string  `json:"problem,omitempty"`
 	Unchecked       bool    `json:"unchecked,omitempty"` // -no-drain: counts not checked
+	// The colocated scenario: accepted and delivered once a second from
+	// the load's start to the end of the drain, and the figures over the
+	// steady part of the load (colocated.go).
+	Series    []Sample   `json:"series,omitempty"`
+	Colocated *Colocated `json:"colocated,omitempty"`
 }
 
 func (r *Result) fill(ld *loadResult) {
@@ -185,6 +199,8 @@ func settingsOf(o options) map[string]any {
 		"hot_key_events":         o.hotEvents,
 		"hot_key_latency":        o.latency.String(),
 		"fanout_destinations":    o.fanout,
+		"processing_runs":        o.processing,
+		"colocated_senders":      o.colocatedSenders,
 		"body_bytes_approximate": len(stripeEvent("evt_naive_c64_000000001", "pi_3Qnaive_c64_000000001", 1764504000)),
 	}
 }
@@ -240,8 +256,13 @@ type Summary struct {
 	Destinations     int     `json:"destinations,omitempty"`
 	BoundPerSec      float64 `json:"bound_per_s,omitempty"`
 	HeldMs           float64 `json:"destination_held_ms,omitempty"`
+	// The worker's peak RSS: the median and the largest of the runs.
+	WorkerPeakRSSMB    float64 `json:"worker_peak_rss_mb,omitempty"`
+	MaxWorkerPeakRSSMB float64 `json:"worker_peak_rss_mb_max,omitempty"`
 	// PairRatios compare each round's runs: batched/naive (batched rows), traced/batched (traced rows).
 	PairRatios []float64 `json:"pair_ratios,omitempty"`
+	// Colocated: the colocated scenario's medians over the steady part.
+	Colocated *ColocatedSummary `json:"colocated,omitempty"`
 }
 
 func median(vs []float64) float64 {
@@ -257,16 +278,18 @@ func median(vs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// summarize gives one Summary per (mode, concurrency), in the order first run.
+// summarize gives one Summary per (scenario, mode, concurrency), in the
+// order first run (the ingest and processing scenarios both have a batched
+// mode).
 func summarize(rs []Result) []Summary {
 	type key struct {
-		mode string
-		c    int
+		scenario, mode string
+		c              int
 	}
 	var order []key
 	groups := map[key][]Result{}
 	for _, r := range rs {
-		k := key{r.Mode, r.Concurrency}
+		k := key{cmp.Or(r.Scenario, scenarioIngest), r.Mode, r.Concurrency}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
@@ -293,10 +316,13 @@ func summarize(rs []Result) []Summary {
 		if sc := g[0].Scenario; sc != "" && sc != scenarioIngest {
 			s.fillDrain(g, col)
 		}
+		if g[0].Scenario == scenarioColocated {
+			s.Colocated = colocatedSummary(g)
+		}
 		// Per round, batched against naive, traced against batched.
 		if base := map[string]string{modeBatched: modeNaive, modeTraced: modeBatched}[k.mode]; base != "" {
 			for _, r := range g {
-				for _, n := range groups[key{base, k.c}] {
+				for _, n := range groups[key{k.scenario, base, k.c}] {
 					if n.Round == r.Round && n.AcceptedPerSec > 0 {
 						s.PairRatios = append(s.PairRatios, math.Round(r.AcceptedPerSec/n.AcceptedPerSec*100)/100)
 					}
@@ -320,19 +346,22 @@ func (s *Summary) fillDrain(g []Result, col func(func(Result) float64) []float64
 	s.ProcPGCPUPer1k = median(col(func(r Result) float64 { return r.ProcPGCPUPer1k }))
 	s.BoundPerSec = median(col(func(r Result) float64 { return r.BoundPerSec }))
 	s.HeldMs = median(col(func(r Result) float64 { return r.HeldMs }))
+	rss := col(func(r Result) float64 { return r.WorkerPeakRSSMB })
+	s.WorkerPeakRSSMB, s.MaxWorkerPeakRSSMB = median(rss), slices.Max(rss)
 }
 
-// speedups is batched/naive of the median accepted/s, by concurrency.
+// speedups is batched/naive of the median accepted/s, by concurrency (the
+// ingest scenario's).
 func speedups(ss []Summary) map[string]float64 {
 	naive := map[int]float64{}
 	for _, s := range ss {
-		if s.Mode == modeNaive {
+		if s.Mode == modeNaive && s.Scenario == "" {
 			naive[s.Concurrency] = s.AcceptedPerSec
 		}
 	}
 	out := map[string]float64{}
 	for _, s := range ss {
-		if s.Mode == modeBatched && naive[s.Concurrency] > 0 {
+		if s.Mode == modeBatched && s.Scenario == "" && naive[s.Concurrency] > 0 {
 			out[fmt.Sprint(s.Concurrency)] = math.Round(s.AcceptedPerSec/naive[s.Concurrency]*100) / 100
 		}
 	}
@@ -343,10 +372,13 @@ func speedups(ss []Summary) map[string]float64 {
 // scenario's) and the totals of the checks.
 func printFooter(w io.Writer, rep *Report) {
 	printIngestSummary(w, rep)
-	for _, sc := range []string{scenarioOrdering, scenarioFanout} {
+	for _, sc := range []string{scenarioOrdering, scenarioFanout, scenarioProcessing} {
 		if slices.ContainsFunc(rep.Summary, func(s Summary) bool { return s.Scenario == sc }) {
 			printDrainSummary(w, rep, sc)
 		}
+	}
+	if slices.ContainsFunc(rep.Summary, func(s Summary) bool { return s.Scenario == scenarioColocated }) {
+		printColocatedSummary(w, rep)
 	}
 	var lost, double, stray, order, overlaps int
 	ordered := false
@@ -417,13 +449,27 @@ func writeResults(dir string, rep *Report) error {
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
+	if err := writeColocatedChart(dir, rep); err != nil {
+		return err
+	}
 	if len(ingestPoints(rep)) == 0 {
 		return nil // no ingest runs: nothing to draw
 	}
 	return os.WriteFile(filepath.Join(dir, "chart.svg"), []byte(chartSVG(rep)), 0o644)
 }
 
-// replot redraws dir/chart.svg from dir/results.json.
+// writeColocatedChart writes dir/colocated.svg when rep has colocated runs
+// with a series.
+func writeColocatedChart(dir string, rep *Report) error {
+	svg := colocatedSVG(rep)
+	if svg == "" {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(dir, "colocated.svg"), []byte(svg), 0o644)
+}
+
+// replot redraws dir/chart.svg (and dir/colocated.svg, with colocated
+// runs) from dir/results.json.
 func replot(dir string) error {
 	raw, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	if err != nil {
@@ -432,6 +478,12 @@ func replot(dir string) error {
 	var rep Report
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		return fmt.Errorf("results.json: %w", err)
+	}
+	if err := writeColocatedChart(dir, &rep); err != nil {
+		return err
+	}
+	if len(ingestPoints(&rep)) == 0 && colocatedSVG(&rep) != "" {
+		return nil // colocated runs only: no ingest chart
 	}
 	return os.WriteFile(filepath.Join(dir, "chart.svg"), []byte(chartSVG(&rep)), 0o644)
 }
@@ -549,7 +601,7 @@ func ingestPoints(rep *Report) []Summary {
 	}
 	var points []Summary
 	for _, s := range all {
-		if s.Mode == modeNaive || s.Mode == modeBatched {
+		if (s.Mode == modeNaive || s.Mode == modeBatched) && s.Scenario == "" {
 			points = append(points, s)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -119,9 +120,13 @@ func run(ctx context.Context, o options, stdout io.Writer) (*Report, error) {
 		Settings: settingsOf(o),
 		OK:       true,
 	}
-	fmt.Fprintf(stdout, "hookline-bench: %s, %d CPUs, %s (fsync %s); scenarios %s; ingest runs %s each; %.0f%% duplicates; hookline %s, %s\n",
-		rep.Machine.GoVersion, rep.Machine.CPUs, rep.Machine.Postgres, rep.Machine.Fsync, strings.Join(o.scenarios, ", "), o.duration, o.dupRatio*100,
-		map[bool]string{true: "in-process", false: "as a subprocess"}[o.inProcess], topology(o))
+	ingest := "" // the ingest scenario's settings (the colocated scenario prints its own)
+	if slices.Contains(o.scenarios, scenarioIngest) {
+		ingest = fmt.Sprintf("; ingest runs %s each; %.0f%% duplicates; %s", o.duration, o.dupRatio*100, topology(o))
+	}
+	fmt.Fprintf(stdout, "hookline-bench: %s, %d CPUs, %s (fsync %s); scenarios %s; hookline %s%s\n",
+		rep.Machine.GoVersion, rep.Machine.CPUs, rep.Machine.Postgres, rep.Machine.Fsync, strings.Join(o.scenarios, ", "),
+		map[bool]string{true: "in-process", false: "as a subprocess"}[o.inProcess], ingest)
 	if err := b.runScenarios(ctx, rep); err != nil {
 		return nil, err
 	}
@@ -129,6 +134,7 @@ func run(ctx context.Context, o options, stdout io.Writer) (*Report, error) {
 	rep.Summary = summarize(rep.Results)
 	rep.Speedup = speedups(rep.Summary)
 	rep.Ratios = drainRatios(rep.Results, o.fanout)
+	rep.Targets = append(processingTargets(rep.Results, rep.Ratios), colocatedTargets(rep.Results)...)
 	printFooter(stdout, rep)
 	if o.out != "" {
 		if err := writeResults(o.out, rep); err != nil {
@@ -138,6 +144,9 @@ func run(ctx context.Context, o options, stdout io.Writer) (*Report, error) {
 		if len(ingestPoints(rep)) > 0 {
 			wrote += " and " + filepath.Join(o.out, "chart.svg")
 		}
+		if colocatedSVG(rep) != "" {
+			wrote += " and " + filepath.Join(o.out, "colocated.svg")
+		}
 		fmt.Fprintf(stdout, "wrote %s\n", wrote)
 	}
 	return rep, nil
@@ -145,11 +154,14 @@ func run(ctx context.Context, o options, stdout io.Writer) (*Report, error) {
 
 // runScenarios runs each scenario's plan, printing a row per run.
 func (b *bench) runScenarios(ctx context.Context, rep *Report) error {
-	guess := map[string]float64{modeNaive: 3000, modeBatched: 20000}
+	guess := map[string]float64{modeNaive: 3000, modeBatched: 20000, runColocatedBatched: 5000, runColocatedPerEvent: 5000}
 	for _, sc := range b.o.scenarios {
-		if sc == scenarioIngest {
+		switch sc {
+		case scenarioIngest:
 			printHeader(b.out)
-		} else {
+		case scenarioColocated:
+			printColocatedHeader(b.out, b.o)
+		default:
 			printDrainHeader(b.out, sc, b.o)
 		}
 		for _, spec := range plan(b.o, sc) {
@@ -160,13 +172,16 @@ func (b *bench) runScenarios(ctx context.Context, rep *Report) error {
 			if err != nil {
 				return fmt.Errorf("%s c=%d round %d: %w", spec.name, spec.c, spec.round, err)
 			}
-			if r.AcceptedPerSec > 0 {
+			if (sc == scenarioIngest || sc == scenarioColocated) && r.AcceptedPerSec > 0 {
 				guess[spec.name] = r.AcceptedPerSec
 			}
 			rep.Results = append(rep.Results, *r)
-			if sc == scenarioIngest {
+			switch sc {
+			case scenarioIngest:
 				printRow(b.out, r)
-			} else {
+			case scenarioColocated:
+				printColocatedRow(b.out, r)
+			default:
 				printDrainRow(b.out, r)
 			}
 			rep.OK = rep.OK && r.ok()
@@ -235,6 +250,9 @@ func (b *bench) configYAML(spec runSpec, db, listen, destURL string) string {
 	}
 	if b.o.queueTimeout > 0 {
 		fmt.Fprintf(&sb, "  queue_timeout: %s\n", b.o.queueTimeout)
+	}
+	if spec.perEvent { // the worker's per-event path; batched is the default
+		sb.WriteString("processing:\n  batch: false\n")
 	}
 	if spec.name == modeTraced {
 		fmt.Fprintf(&sb, "tracing: {otlp_endpoint: %q, sample_ratio: 1}\n", b.dest.url)

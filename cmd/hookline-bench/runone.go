@@ -36,20 +36,31 @@ type runState struct {
 	procPG0          time.Duration
 	procSys0         time.Duration // the machine's busy CPU, and ours, at procStart
 	procSelf0        time.Duration
+	// smp samples accepted and delivered once a second from the load's
+	// start to the end of the drain (the colocated scenario).
+	smp *sampler
 }
 
 // runOne is one run: a fresh database, hookline under load, then (unless
 // -no-drain) a worker draining the queue, and the checks.
 func (b *bench) runOne(ctx context.Context, spec runSpec, rateGuess float64) (*Result, error) {
+	if spec.textbook {
+		return b.runTextbook(ctx, spec)
+	}
 	rs := &runState{b: b, spec: spec, name: spec.runName(b.o.repeat)}
 	defer rs.close()
 	if err := rs.prepare(ctx); err != nil {
 		return nil, err
 	}
+	if spec.scenario == scenarioColocated {
+		rs.smp = newSampler(rs.sink)
+		defer func() { rs.smp.stop() }()
+	}
 	if err := rs.load(ctx, rateGuess); err != nil {
 		return nil, err
 	}
 	if b.o.noDrain {
+		rs.finishSeries()
 		rs.r.MeanBatch = meanBatch(rs.in.url)
 		rs.r.PeakRSSMB = float64(rs.in.peakRSS()) / (1 << 20)
 		rs.r.fill(rs.ld)
@@ -57,7 +68,7 @@ func (b *bench) runOne(ctx context.Context, spec runSpec, rateGuess float64) (*R
 		rs.r.Unchecked = true
 		return rs.r, nil
 	}
-	if !b.o.colocated {
+	if !rs.colocated() {
 		if err := rs.handOver(ctx); err != nil {
 			return nil, err
 		}
@@ -65,6 +76,7 @@ func (b *bench) runOne(ctx context.Context, spec runSpec, rateGuess float64) (*R
 	if err := rs.drain(ctx); err != nil {
 		return nil, err
 	}
+	rs.finishSeries()
 	if err := rs.measure(ctx); err != nil {
 		return nil, err
 	}
@@ -74,9 +86,28 @@ func (b *bench) runOne(ctx context.Context, spec runSpec, rateGuess float64) (*R
 	return rs.r, nil
 }
 
-// prepare creates the run's database from the template and starts hookline
-// (--role ingest, or all with -colocated).
+// colocated reports whether one --role all process takes the load and
+// processes it (the colocated scenario, or -colocated).
+func (rs *runState) colocated() bool {
+	return rs.b.o.colocated || rs.spec.scenario == scenarioColocated
+}
+
+// prepare creates the run's database and starts hookline (--role ingest,
+// or all with -colocated and in the colocated scenario).
 func (rs *runState) prepare(ctx context.Context) error {
+	if err := rs.createDatabase(ctx); err != nil {
+		return err
+	}
+	role := app.RoleIngest
+	if rs.colocated() {
+		role = app.RoleAll
+	}
+	return rs.startHookline(ctx, rs.name, role)
+}
+
+// createDatabase creates the run's database from the template, its pool
+// and its sink.
+func (rs *runState) createDatabase(ctx context.Context) error {
 	b := rs.b
 	rs.db = "bench_" + rs.name
 	_, _ = b.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+rs.db+" WITH (FORCE)") // kept by an earlier -keep
@@ -91,11 +122,7 @@ func (rs *runState) prepare(ctx context.Context) error {
 		return err
 	}
 	rs.sink = b.dest.newSink(rs.name, rs.spec.latency)
-	role := app.RoleIngest
-	if b.o.colocated {
-		role = app.RoleAll
-	}
-	return rs.startHookline(ctx, rs.name, role)
+	return nil
 }
 
 // startHookline starts an instance of the run's configuration.
@@ -138,6 +165,9 @@ func (rs *runState) close() {
 func (rs *runState) load(ctx context.Context, rateGuess float64) error {
 	b, o := rs.b, rs.b.o
 	cfg := loadConfig{concurrency: rs.spec.c, duration: o.duration, dupRatio: o.dupRatio, maxEvents: o.maxEvents, spans: rs.spec.ordered}
+	if rs.spec.scenario == scenarioColocated {
+		cfg.dupRatio = 0 // every request a new event: accepted = what the workers must deliver
+	}
 	// Pre-sign enough events for the run at the rate this mode reached last
 	// time (more are signed on the fly if the load outruns the guess).
 	n := min(int(rateGuess*1.4*o.duration.Seconds())+2000, 600_000)
@@ -165,7 +195,14 @@ func (rs *runState) load(ctx context.Context, rateGuess float64) error {
 	rs.cpu0, rs.pg0, rs.self0 = rs.in.cpu(), pgCPU(b.pmPid), selfCPU()
 	sys0 := systemCPU()
 	b.logf("%s: load (%s, %d events at most)", rs.name, cfg.duration, cfg.maxEvents)
+	if rs.smp != nil {
+		cfg.progress = &rs.smp.accepted
+		rs.smp.start()
+	}
 	rs.ld = runLoad(ctx, cfg)
+	if rs.smp != nil {
+		rs.smp.endLoad()
+	}
 	if prof != nil {
 		pprof.StopCPUProfile()
 		prof.Close()
@@ -232,13 +269,7 @@ func (rs *runState) handOver(ctx context.Context) error {
 // unfinished and every accepted event completed at every destination.
 func (rs *runState) drain(ctx context.Context) error {
 	want := len(rs.ld.accepted) * rs.spec.dests
-	timeout := rs.b.o.drainTimeout
-	if timeout <= 0 {
-		timeout = 120*time.Second + 10*rs.b.o.duration
-		if rs.spec.events > 0 {
-			timeout = 120*time.Second + time.Duration(rs.spec.events)*30*time.Millisecond
-		}
-	}
+	timeout := rs.drainTimeout()
 	deadline := time.Now().Add(timeout)
 	for {
 		// EXISTS stops at the first unfinished job: counting a backlog of
@@ -273,18 +304,33 @@ func (rs *runState) drain(ctx context.Context) error {
 	}
 }
 
+// drainTimeout is how long the drain may take: -drain-timeout, or by
+// default 120 s + 10 x -d, and in the drain scenarios 120 s + 30 ms per event.
+func (rs *runState) drainTimeout() time.Duration {
+	if t := rs.b.o.drainTimeout; t > 0 {
+		return t
+	}
+	if rs.spec.events > 0 {
+		return 120*time.Second + time.Duration(rs.spec.events)*30*time.Millisecond
+	}
+	return 120*time.Second + 10*rs.b.o.duration
+}
+
 // measure sets the processing figures and stops hookline.
 func (rs *runState) measure(ctx context.Context) error {
 	r, in := rs.r, rs.in
 	pg1, self1, sys1 := pgCPU(rs.b.pmPid), selfCPU(), systemCPU()
 	workerCPU := in.cpu() - rs.cpu0
 	cpu := rs.cpu + workerCPU
-	if s := time.Since(rs.procStart).Seconds() * float64(runtime.NumCPU()); s > 0 && !rs.b.o.colocated && !rs.b.o.inProcess {
+	if s := time.Since(rs.procStart).Seconds() * float64(runtime.NumCPU()); s > 0 && !rs.colocated() && !rs.b.o.inProcess {
 		ours := workerCPU + (pg1 - rs.procPG0) + (self1 - rs.procSelf0)
 		r.ProcOtherCPUPct = max(0, 100*(sys1-rs.procSys0-ours).Seconds()/s)
 	}
 	r.PeakRSSMB = float64(max(rs.rss, in.peakRSS())) / (1 << 20)
-	if rs.b.o.colocated {
+	if !rs.b.o.inProcess {
+		r.WorkerPeakRSSMB = float64(in.peakRSS()) / (1 << 20) // the --role worker (or all) process's
+	}
+	if rs.colocated() {
 		r.MeanBatch = meanBatch(in.url)
 	}
 	var first, last *time.Time
@@ -310,7 +356,7 @@ func (rs *runState) measure(ctx context.Context) error {
 			r.SteadyPerSec = float64(rows-1) / s / float64(rs.spec.dests)
 		}
 	}
-	if !rs.b.o.colocated {
+	if !rs.colocated() {
 		r.ProcCPUPer1k = workerCPU.Seconds() / float64(n) * 1000
 		r.ProcPGCPUPer1k = (pg1 - rs.procPG0).Seconds() / float64(n) * 1000
 	}

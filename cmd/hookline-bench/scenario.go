@@ -14,25 +14,49 @@ import (
 // ordering an unordered source, the same source ordered by
 // data.object.id over -keys keys, and one hot key behind a destination
 // that takes -latency per request; fanout one destination against
-// -destinations destinations that all match.
+// -destinations destinations that all match; processing hookline's worker,
+// per event and batched, against the textbook design (textbook.go);
+// colocated one --role all process under load, batched and per event, and
+// whether its workers keep up (colocated.go).
 const (
-	scenarioIngest   = "ingest"
-	scenarioOrdering = "ordering"
-	scenarioFanout   = "fanout"
+	scenarioIngest     = "ingest"
+	scenarioOrdering   = "ordering"
+	scenarioFanout     = "fanout"
+	scenarioProcessing = "processing"
+	scenarioColocated  = "colocated"
 )
 
-var allScenarios = []string{scenarioIngest, scenarioOrdering, scenarioFanout}
+var allScenarios = []string{scenarioIngest, scenarioOrdering, scenarioFanout, scenarioProcessing, scenarioColocated}
 
-// The runs of the drain scenarios (Result.Mode).
+// The runs of the drain scenarios (Result.Mode). The processing scenario's
+// are the textbook River worker, hookline's worker with processing.batch:
+// false, and with the default (batched).
 const (
 	runUnordered = "unordered"
 	runOrdered   = "ordered"
 	runHotKey    = "hot-key"
+	runTextbook  = "textbook"
+	runPerEvent  = "per-event"
+	runBatched   = "batched"
+)
+
+// processingRuns are the processing scenario's runs, in the order they
+// take turns (-processing-runs chooses among them).
+var processingRuns = []string{runTextbook, runPerEvent, runBatched}
+
+// The targets for processing: batched hookline drains at least
+// twice the textbook worker's rate and at least 5,000 events/s, and its
+// worker's peak RSS stays under 150 MB with a 100,000-event backlog.
+const (
+	processingTargetRatio   = 2.00
+	processingTargetRate    = 5000
+	processingTargetRSSMB   = 150
+	processingTargetBacklog = 100_000
 )
 
 func fanoutRun(dests int) string { return fmt.Sprintf("fanout-%d", dests) }
 
-// orderingTarget is the target: ordered with many keys keeps at
+// orderingTarget is the target: ordered with many keys keeps at
 // least 70 % of the unordered drain rate.
 const orderingTarget = 0.70
 
@@ -47,7 +71,7 @@ const (
 // runSpec is one run.
 type runSpec struct {
 	scenario string
-	name     string // Result.Mode: naive, batched, unordered, ordered, hot-key, fanout-N
+	name     string // Result.Mode: naive, batched, unordered, ordered, hot-key, fanout-N, textbook, per-event, colocated-batched, …
 	batch    bool   // ingest.batch
 	c        int    // concurrent senders
 	round    int
@@ -56,11 +80,18 @@ type runSpec struct {
 	ordered  bool          // ordering: {key: json:data.object.id, by: json:created}
 	dests    int           // destinations, all matching every event
 	latency  time.Duration // the loopback destination holds each request this long
+	perEvent bool          // processing.batch: false
+	textbook bool          // the textbook River worker (textbook.go) instead of hookline
 }
 
-// runName names the run's database, sink, logs and event ids.
+// runName names the run's database, sink, logs and event ids. The
+// processing scenario's are prefixed "proc_": its batched run would
+// otherwise share the ingest scenario's batched names.
 func (s runSpec) runName(repeat int) string {
 	name := fmt.Sprintf("%s_c%d", strings.ReplaceAll(s.name, "-", "_"), s.c)
+	if s.scenario == scenarioProcessing {
+		name = "proc_" + name
+	}
 	if repeat > 1 {
 		name += fmt.Sprintf("_r%d", s.round)
 	}
@@ -95,6 +126,15 @@ func plan(o options, scenario string) []runSpec {
 		}
 		return out
 	}
+	if scenario == scenarioColocated { // like ingest: a load of -d, no backlog
+		for round := 1; round <= o.repeat; round++ {
+			for _, name := range colocatedRuns {
+				out = append(out, runSpec{scenario: scenario, name: name, batch: true, c: o.colocatedSenders, round: round, dests: 1,
+					perEvent: name == runColocatedPerEvent})
+			}
+		}
+		return out
+	}
 	for round := 1; round <= o.repeat; round++ {
 		base := runSpec{scenario: scenario, batch: true, c: drainSenders, round: round, events: o.backlog, dests: 1}
 		switch scenario {
@@ -109,6 +149,12 @@ func plan(o options, scenario string) []runSpec {
 			one.name = fanoutRun(1)
 			many.name, many.dests = fanoutRun(o.fanout), o.fanout
 			out = append(out, one, many)
+		case scenarioProcessing:
+			for _, name := range o.processing {
+				run := base
+				run.name, run.textbook, run.perEvent = name, name == runTextbook, name == runPerEvent
+				out = append(out, run)
+			}
 		}
 	}
 	return out
@@ -123,20 +169,26 @@ func printDrainHeader(w io.Writer, scenario string, o options) {
 			o.backlog, o.hotEvents, o.latency)
 	case scenarioFanout:
 		fmt.Fprintf(w, "\nfan-out: drain of %d events to 1 and to %d destinations (all matching), by a --role worker\n", o.backlog, o.fanout)
+	case scenarioProcessing:
+		fmt.Fprintf(w, "\nprocessing: drain of %d events by the textbook River worker (HL: its CPU) and by a --role worker per event (processing.batch: false) and batched\n",
+			o.backlog)
 	}
 	fmt.Fprintf(w, drainFormat, "RUN", "ROUND", "EVENTS", "KEYS", "DESTS", "ACCEPTED/s", "PROCESSED/s", "DELIVERIES/s", "STEADY/s", "BOUND/s", "HL s/1k", "PG s/1k", "CHECK")
 }
 
 func printDrainRow(w io.Writer, r *Result) {
-	keys, bound := "-", "-"
+	keys, bound, accepted := "-", "-", "-" // accepted: the textbook backlog is written, not sent
 	if r.Keys > 0 {
 		keys = fmt.Sprint(r.Keys)
 	}
 	if r.BoundPerSec > 0 {
 		bound = fmt.Sprintf("%.0f", r.BoundPerSec)
 	}
+	if r.AcceptedPerSec > 0 {
+		accepted = fmt.Sprintf("%.0f", r.AcceptedPerSec)
+	}
 	fmt.Fprintf(w, drainFormat, r.Mode, fmt.Sprint(r.Round), fmt.Sprint(r.Accepted), keys, fmt.Sprint(r.Destinations),
-		fmt.Sprintf("%.0f", r.AcceptedPerSec), fmt.Sprintf("%.0f", r.ProcessedPerSec), fmt.Sprintf("%.0f", r.DeliveriesPerSec),
+		accepted, fmt.Sprintf("%.0f", r.ProcessedPerSec), fmt.Sprintf("%.0f", r.DeliveriesPerSec),
 		fmt.Sprintf("%.0f", r.SteadyPerSec), bound, fmt.Sprintf("%.3f", r.ProcCPUPer1k), fmt.Sprintf("%.3f", r.ProcPGCPUPer1k), checkText(r))
 }
 
@@ -154,7 +206,9 @@ func checkText(r *Result) string {
 				r.OrderViolations, r.OrderLines, r.Overlaps, r.Inversions, r.Missing)
 		}
 	}
-	switch drain := r.Scenario != "" && r.Scenario != scenarioIngest; {
+	// The drain scenarios' noise is that of the drain; the ingest and
+	// colocated scenarios', that of the load.
+	switch drain := r.Scenario != "" && r.Scenario != scenarioIngest && r.Scenario != scenarioColocated; {
 	case drain && r.ProcOtherCPUPct >= 5:
 		check += fmt.Sprintf(" [other processes used %.0f%% of the CPU during the drain: noisy]", r.ProcOtherCPUPct)
 	case !drain && r.OtherCPUPct >= 5:
@@ -218,8 +272,16 @@ func drainRatios(rs []Result, fanout int) []Ratio {
 	many, one := fanoutRun(fanout), fanoutRun(1)
 	add(ratioOf(rs, scenarioFanout, many+"/"+one+" events/s", many, one, proc))
 	add(ratioOf(rs, scenarioFanout, many+"/"+one+" deliveries/s", many, one, deliv))
+	add(ratioOf(rs, scenarioProcessing, ratioBatchedTextbook, runBatched, runTextbook, proc))
+	add(ratioOf(rs, scenarioProcessing, ratioPerEventTextbook, runPerEvent, runTextbook, proc))
 	return out
 }
+
+// The processing scenario's ratios (Ratio.Name).
+const (
+	ratioBatchedTextbook  = runBatched + "/" + runTextbook + " processed/s"
+	ratioPerEventTextbook = runPerEvent + "/" + runTextbook + " processed/s"
+)
 
 // printDrainSummary prints a drain scenario's medians and ratios.
 func printDrainSummary(w io.Writer, rep *Report, scenario string) {
@@ -258,6 +320,9 @@ func printDrainSummary(w io.Writer, rep *Report, scenario string) {
 			}
 		}
 		fmt.Fprintln(w)
+	}
+	if scenario == scenarioProcessing {
+		printProcessingSummary(w, rep)
 	}
 }
 
