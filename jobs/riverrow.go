@@ -310,10 +310,12 @@ func ReadJobStats(ctx context.Context, q Querier, withAttempts bool) (JobStats, 
 }
 
 // AnyUnfinishedJob reports whether an event job is still waiting or
-// running. It probes each state on its own, each probe a range of River's
-// fetch index (which leads with the state) that stops at the first job: a
-// single IN list over the states lets PostgreSQL scan the table instead,
-// reading every finished job first, which grows with the history.
+// running. It probes each state on its own, each probe a walk of River's
+// fetch index (which leads with the state) that stops at the first event
+// job. A single IN list over the states let PostgreSQL scan the table,
+// reading every finished job first; and kind is compared as an expression
+// so that no plan intersects the probe with River's kind index, which lists
+// every event job ever (measured: 17 ms a probe at 90,000 jobs).
 func AnyUnfinishedJob(ctx context.Context, q Querier) (bool, error) {
 	var any bool
 	err := q.QueryRow(ctx, anyUnfinishedJobSQL, EventArgs{}.Kind()).Scan(&any)
@@ -323,7 +325,7 @@ func AnyUnfinishedJob(ctx context.Context, q Querier) (bool, error) {
 var anyUnfinishedJobSQL = func() string {
 	probes := make([]string, len(UniqueStates))
 	for i, s := range UniqueStates {
-		probes[i] = `EXISTS (SELECT 1 FROM river_job WHERE state = '` + string(s) + `' AND kind = $1)`
+		probes[i] = `EXISTS (SELECT 1 FROM river_job WHERE state = '` + string(s) + `' AND kind || '' = $1)`
 	}
 	return `SELECT ` + strings.Join(probes, " OR ")
 }()

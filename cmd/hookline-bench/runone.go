@@ -272,9 +272,17 @@ func (rs *runState) drain(ctx context.Context) error {
 	timeout := rs.drainTimeout()
 	deadline := time.Now().Add(timeout)
 	for {
-		// EXISTS stops at the first unfinished job: counting a backlog of
-		// tens of thousands every poll cost the server measurable CPU,
+		// Postgres is asked only once the destination has received every
+		// event (or at the deadline): each probe costs the server CPU
 		// charged to processing.
+		if int(rs.sink.distinct.Load()) < want && time.Now().Before(deadline) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
 		pending, err := jobs.AnyUnfinishedJob(ctx, rs.pool)
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -67,6 +68,9 @@ type textbookWorker struct {
 	pool   *pgxpool.Pool
 	client *http.Client
 	dest   string
+	// processed counts the jobs this process worked to the end: the drain
+	// check asks Postgres only once it reaches the backlog.
+	processed atomic.Int64
 }
 
 // Work forwards the job's event to the destination and marks it processed;
@@ -96,6 +100,7 @@ func (w *textbookWorker) Work(ctx context.Context, job *river.Job[textbookArgs])
 	if _, err := w.pool.Exec(ctx, `UPDATE textbook_events SET processed_at = now() WHERE id = $1`, id); err != nil {
 		return fmt.Errorf("mark textbook event %s processed: %w", id, err)
 	}
+	w.processed.Add(1)
 	return nil
 }
 
@@ -175,15 +180,19 @@ func runTextbookWorker(ctx context.Context, o textbookOptions, stdout, stderr io
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer pool.Close()
-	client, err := newTextbookClient(pool, o, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	client, w, err := newTextbookClient(pool, o, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
+	}
+	var backlog int64
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM textbook_events WHERE processed_at IS NULL`).Scan(&backlog); err != nil {
+		return fmt.Errorf("count the backlog: %w", err)
 	}
 	if err := client.Start(ctx); err != nil {
 		return fmt.Errorf("start River: %w", err)
 	}
 	cpu0 := selfCPU()
-	waitErr := waitTextbookDone(ctx, pool)
+	waitErr := waitTextbookDone(ctx, pool, func() bool { return w.processed.Load() >= backlog })
 	if waitErr == nil {
 		rep := textbookReport{CPU: selfCPU() - cpu0, PeakRSS: procHWM(os.Getpid())}
 		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
@@ -204,14 +213,14 @@ func runTextbookWorker(ctx context.Context, o textbookOptions, stdout, stderr io
 // newTextbookClient is the textbook worker's River client: one queue of
 // o.workers workers, a 5 ms fetch cooldown (hookline's event queues'), and
 // an HTTP client that keeps a connection per worker alive.
-func newTextbookClient(pool *pgxpool.Pool, o textbookOptions, log *slog.Logger) (*river.Client[pgx.Tx], error) {
+func newTextbookClient(pool *pgxpool.Pool, o textbookOptions, log *slog.Logger) (*river.Client[pgx.Tx], *textbookWorker, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConns = max(transport.MaxIdleConns, o.workers)
 	transport.MaxIdleConnsPerHost = o.workers
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &textbookWorker{pool: pool, dest: o.dest,
-		client: &http.Client{Transport: transport, Timeout: textbookDestTimeout}}); err != nil {
-		return nil, fmt.Errorf("register the textbook worker: %w", err)
+	w := &textbookWorker{pool: pool, dest: o.dest, client: &http.Client{Transport: transport, Timeout: textbookDestTimeout}}
+	if err := river.AddWorkerSafely(workers, w); err != nil {
+		return nil, nil, fmt.Errorf("register the textbook worker: %w", err)
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:        log,
@@ -220,9 +229,9 @@ func newTextbookClient(pool *pgxpool.Pool, o textbookOptions, log *slog.Logger) 
 		FetchCooldown: 5 * time.Millisecond,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("River client: %w", err)
+		return nil, nil, fmt.Errorf("River client: %w", err)
 	}
-	return client, nil
+	return client, w, nil
 }
 
 // textbookDestTimeout bounds a POST to the destination, as the bench's
@@ -234,10 +243,19 @@ const textbookDestTimeout = 10 * time.Second
 const textbookUnfinishedSQL = `SELECT EXISTS (SELECT 1 FROM river_job
 	WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled') AND queue = $1)`
 
-// waitTextbookDone polls, every 100 ms as the bench does for hookline's
-// workers, until no textbook job is left unfinished.
-func waitTextbookDone(ctx context.Context, pool *pgxpool.Pool) error {
+// waitTextbookDone polls every 100 ms, as the bench does for hookline's
+// workers, until no textbook job is left unfinished; it asks Postgres only
+// once worked() says every event of the backlog was worked (each probe
+// walks River's fetch index, a cost charged to the drain).
+func waitTextbookDone(ctx context.Context, pool *pgxpool.Pool, worked func() bool) error {
 	for {
+		for !worked() {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
 		var pending bool
 		if err := pool.QueryRow(ctx, textbookUnfinishedSQL, textbookQueue).Scan(&pending); err != nil {
 			return fmt.Errorf("poll the textbook queue: %w", err)
