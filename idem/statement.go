@@ -112,15 +112,7 @@ func (s *Store) ClaimManySQL(input string) string {
 SELECT q.key, 'processing', nextval(%[2]s), q.holder, now() + q.lease_us * interval '1 microsecond', now(), NULL, now(), now()
 FROM (%[3]s) AS q(key, holder, lease_us)
 ORDER BY q.key
-ON CONFLICT (key) DO UPDATE SET
-    state        = 'processing',
-    token        = EXCLUDED.token,
-    holder       = EXCLUDED.holder,
-    expires_at   = EXCLUDED.expires_at,
-    claimed_at   = EXCLUDED.claimed_at,
-    completed_at = NULL,
-    updated_at   = EXCLUDED.updated_at
-WHERE c.expires_at <= now()
+`+takeOverSQL+`
 RETURNING c.key, c.token, c.expires_at`, n.table, n.seqLit, input)
 }
 

@@ -183,6 +183,20 @@ func names(table string) objectNames {
 	}
 }
 
+// takeOverSQL is how a claim's insert meets an existing row (the table
+// aliased c): it takes the row over, with the new token, holder and
+// lease, when the row's lease or dedup window has run out; callers may add
+// conditions with OR.
+const takeOverSQL = `ON CONFLICT (key) DO UPDATE SET
+    state        = 'processing',
+    token        = EXCLUDED.token,
+    holder       = EXCLUDED.holder,
+    expires_at   = EXCLUDED.expires_at,
+    claimed_at   = EXCLUDED.claimed_at,
+    completed_at = NULL,
+    updated_at   = EXCLUDED.updated_at
+WHERE c.expires_at <= now()`
+
 // statements are the SQL a Store runs, rendered once for its table. Every
 // time comparison and computation uses the database clock (now()), never the
 // Go clock. Durations travel as microseconds.
@@ -202,15 +216,7 @@ func newStatements(table string) statements {
     (key, state, token, holder, expires_at, claimed_at, completed_at, created_at, updated_at)
 VALUES
     ($1, 'processing', nextval(%[2]s), $2, now() + $3::bigint * interval '1 microsecond', now(), NULL, now(), now())
-ON CONFLICT (key) DO UPDATE SET
-    state        = 'processing',
-    token        = EXCLUDED.token,
-    holder       = EXCLUDED.holder,
-    expires_at   = EXCLUDED.expires_at,
-    claimed_at   = EXCLUDED.claimed_at,
-    completed_at = NULL,
-    updated_at   = EXCLUDED.updated_at
-WHERE c.expires_at <= now()
+`+takeOverSQL+`
    OR (c.state = 'completed' AND c.completed_at < $4::timestamptz)
 RETURNING token, expires_at`, n.table, n.seqLit),
 

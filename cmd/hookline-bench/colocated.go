@@ -483,15 +483,7 @@ func colocatedSVG(rep *Report) string {
 		}
 	}
 	panel := func(left int, title string, vmax float64, unit string) {
-		fmt.Fprintf(&sb, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", left, top-10, html.EscapeString(title))
-		fmt.Fprintf(&sb, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, bottom, left+panelW, bottom)
-		fmt.Fprintf(&sb, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, top, left, bottom)
-		for i := 0; i <= 5; i++ {
-			v := vmax * float64(i) / 5
-			y := yAt(v, vmax)
-			fmt.Fprintf(&sb, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left+1, y, left+panelW, y)
-			fmt.Fprintf(&sb, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y+4, fmtNum(v))
-		}
+		chartAxes(&sb, chartPanel{left: left, top: top, bottom: bottom, width: panelW}, title, 10, vmax)
 		for t := 0.0; t <= maxT+1e-9; t += step {
 			fmt.Fprintf(&sb, `<text x="%.1f" y="%d" text-anchor="middle">%g</text>`+"\n", xAt(left, t), bottom+18, t)
 		}

@@ -534,15 +534,7 @@ func chartSVG(rep *Report) string {
 	fmt.Fprintf(&sb, `<text x="%d" y="38" fill="#555">hookline %s; %v per run%s, %.0f%% duplicates</text>`+"\n",
 		leftA-40, html.EscapeString(fmt.Sprint(rep.Settings["topology"])), rep.Settings["duration"], runs, dup*100)
 	panel := func(left int, title string, vmax float64, unit string) {
-		fmt.Fprintf(&sb, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", left, top-14, html.EscapeString(title))
-		fmt.Fprintf(&sb, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, bottom, left+panelW, bottom)
-		fmt.Fprintf(&sb, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, top, left, bottom)
-		for i := 0; i <= 5; i++ {
-			v := vmax * float64(i) / 5
-			y := yAt(v, vmax)
-			fmt.Fprintf(&sb, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left+1, y, left+panelW, y)
-			fmt.Fprintf(&sb, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y+4, fmtNum(v))
-		}
+		chartAxes(&sb, chartPanel{left: left, top: top, bottom: bottom, width: panelW}, title, 14, vmax)
 		for _, c := range levels {
 			x := xAt(left, c)
 			fmt.Fprintf(&sb, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", x, bottom+18, c)
@@ -641,4 +633,22 @@ func topology(o options) string {
 		return "--role all: workers run during the load"
 	}
 	return "--role ingest during the load, then --role worker drains"
+}
+
+// chartPanel is a chart panel's frame in SVG pixels.
+type chartPanel struct{ left, top, bottom, width int }
+
+// chartAxes draws a panel's title (titleDY above its top), its two axes
+// and five horizontal grid lines labelled from 0 to vmax.
+func chartAxes(sb *strings.Builder, p chartPanel, title string, titleDY int, vmax float64) {
+	yAt := func(v float64) float64 { return float64(p.bottom) - (v/vmax)*float64(p.bottom-p.top) }
+	fmt.Fprintf(sb, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", p.left, p.top-titleDY, html.EscapeString(title))
+	fmt.Fprintf(sb, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", p.left, p.bottom, p.left+p.width, p.bottom)
+	fmt.Fprintf(sb, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", p.left, p.top, p.left, p.bottom)
+	for i := 0; i <= 5; i++ {
+		v := vmax * float64(i) / 5
+		y := yAt(v)
+		fmt.Fprintf(sb, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", p.left+1, y, p.left+p.width, y)
+		fmt.Fprintf(sb, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", p.left-6, y+4, fmtNum(v))
+	}
 }
