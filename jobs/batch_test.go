@@ -3,6 +3,8 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -79,4 +81,95 @@ func TestBatchStatements(t *testing.T) {
 	var claimStates []string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(state ORDER BY key) FROM hookline_claims`).Scan(&claimStates))
 	require.Equal(t, []string{"completed", "processing", "completed", "processing"}, claimStates, "evt_0, evt_1, evt_2, evt_none")
+}
+
+// A crashed holder's claim, in a batch: once its lease has run out the
+// batch takes the key over with a larger token, the crashed holder's
+// completion (its old token) is lost and changes nothing, and the new
+// holder's completes the event. Many jobs of the same key in one batch:
+// exactly one claims it.
+func TestBatchTakesOverAnExpiredLease(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := context.Background()
+	store, err := idem.NewStore(pool, &idem.Config{Table: ClaimsTable})
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `WITH d AS (INSERT INTO hookline_deliveries (source, content_type, body) VALUES ('s', 'application/json', '{}') RETURNING id),
+		e AS (INSERT INTO hookline_events (source, event_id, event_type, delivery_id) SELECT 's', 'evt_crash', 't', id FROM d)
+		INSERT INTO hookline_event_destinations (source, event_id, destination, delivery_id) SELECT 's', 'evt_crash', 'default', id FROM d`)
+	require.NoError(t, err)
+	item := func(job int64) claimItem {
+		return claimItem{key: "hookline:s:default:evt_crash", holder: fmt.Sprint("job:", job), leaseUS: 60_000_000,
+			source: "s", eventID: "evt_crash", dest: "default", jobID: job}
+	}
+	claimSQL, completeSQL := claimManyStartSQL(store.ClaimManySQL), completeManySQL(store.CompleteManySQL)
+	first, err := claimMany(ctx, pool, claimSQL, []claimItem{item(1)})
+	require.NoError(t, err)
+	require.NotNil(t, first[0])
+
+	// The holder crashes: nobody renews its lease, which runs out.
+	_, err = pool.Exec(ctx, `UPDATE hookline_claims SET expires_at = now() - interval '1 second'`)
+	require.NoError(t, err)
+	items := make([]claimItem, 8)
+	for i := range items {
+		items[i] = item(int64(10 + i))
+	}
+	second, err := claimMany(ctx, pool, claimSQL, items)
+	require.NoError(t, err)
+	var taken []*startRow
+	for _, r := range second {
+		if r != nil {
+			taken = append(taken, r)
+		}
+	}
+	require.Len(t, taken, 1, "one job of the key claims it")
+	require.Greater(t, taken[0].token, first[0].token)
+	require.Equal(t, 2, *taken[0].attempts, "the crashed attempt counts")
+
+	done := func(token, job int64) completeItem {
+		return completeItem{key: "hookline:s:default:evt_crash", token: token, dedupUS: 3_600_000_000, source: "s", eventID: "evt_crash",
+			dest: "default", destDedupUS: 3_600_000_000, jobID: job, n: 1, status: 200}
+	}
+	out, err := completeMany(ctx, pool, completeSQL, []completeItem{done(first[0].token, 1)})
+	require.NoError(t, err)
+	require.Equal(t, []completion{completionLost}, out, "the crashed holder's token no longer holds")
+	var state string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT state FROM hookline_event_destinations WHERE event_id = 'evt_crash'`).Scan(&state))
+	require.Equal(t, "queued", state)
+	out, err = completeMany(ctx, pool, completeSQL, []completeItem{done(taken[0].token, 10)})
+	require.NoError(t, err)
+	require.Equal(t, []completion{completionDone}, out)
+	require.NoError(t, pool.QueryRow(ctx, `SELECT state FROM hookline_event_destinations WHERE event_id = 'evt_crash'`).Scan(&state))
+	require.Equal(t, "completed", state)
+}
+
+// Many jobs of one key claiming at once through the committer, in however
+// many batches they fall into: exactly one holds the claim.
+func TestConcurrentBatchClaimsOfOneKey(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := context.Background()
+	store, err := idem.NewStore(pool, &idem.Config{Table: ClaimsTable})
+	require.NoError(t, err)
+	b := newBatches(pool, store, func(string, int) {})
+	var wg sync.WaitGroup
+	var won atomic.Int64
+	for g := range 32 {
+		wg.Go(func() {
+			for i := range 5 {
+				job := int64(g*100 + i)
+				row, err := b.claims.Do(ctx, claimItem{key: "hookline:s:default:evt_hot", holder: fmt.Sprint("job:", job), leaseUS: 60_000_000,
+					source: "s", eventID: "evt_hot", dest: "default", jobID: job})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if row != nil {
+					won.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 1, won.Load(), "160 claims of one key, one taken")
 }
