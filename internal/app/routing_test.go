@@ -103,6 +103,7 @@ func TestFanOutWithFilters(t *testing.T) {
 		}
 		return http.StatusOK
 	})
+	dbURL := pgtest.NewURL(t)
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
 database_url: %q
 admin_token: %s
@@ -114,7 +115,7 @@ sources:
       - {name: billing, url: %q, types: ["invoice.*"]}
       - {name: everything, url: %q}
       - {name: ledger, url: %q, types: ["charge.*", "invoice.paid"], where: {"data.object.livemode": true}, max_attempts: 20, backoff: {min: 50ms, max: 200ms}}
-`, pgtest.NewURL(t), hostileToken, stripeSecret, dest.URL, dest.URL, dest.URL)
+`, dbURL, hostileToken, stripeSecret, dest.URL, dest.URL, dest.URL)
 	ip := startApp(t, cfg, app.Options{})
 	events := []struct {
 		id, typ  string
@@ -167,7 +168,7 @@ sources:
 	// A re-delivery is a duplicate: nothing is forwarded again.
 	a := postTyped(t, ip.url(0), "s", "evt_charge", "charge.succeeded", true)
 	require.Contains(t, a.Body, `"duplicate"`)
-	time.Sleep(500 * time.Millisecond)
+	noJobLeft(t, connect(t, dbURL)) // had the duplicate been queued, its forward would be done by now
 	require.Equal(t, 1, dest.got("everything")["evt_charge"])
 }
 
