@@ -227,9 +227,9 @@ func (w *EventWorker) complete(ctx context.Context, q sender, r *run, status int
 	}
 	args := append(st.Args, r.src.Name, r.job.Args.EventID, r.t.Name, r.src.DedupWindow.Microseconds(), r.job.ID,
 		r.ev.Attempt, status, time.Since(r.start).Milliseconds(), "", skip)
-	var n int64
-	var err error
+	n, done, err := w.completeInBatch(ctx, q, r, st, status, skip)
 	switch {
+	case done:
 	case r.ev.line != nil:
 		var woke bool
 		n, woke, err = endPlace(ctx, q, r.src.Name, r.t.Name, r.ev.ID, r.ev.line, sql, args)
@@ -237,10 +237,7 @@ func (w *EventWorker) complete(ctx context.Context, q sender, r *run, status int
 			w.wakes.Wake(QueueFor(r.src.Name, r.t.Name))
 		}
 	default:
-		var done bool
-		if n, done, err = w.completeInBatch(ctx, q, r, st, status, skip); !done {
-			err = q.QueryRow(ctx, sql, args...).Scan(&n)
-		}
+		err = q.QueryRow(ctx, sql, args...).Scan(&n)
 	}
 	if err != nil {
 		return fmt.Errorf("mark completed: %w", err)
@@ -259,7 +256,8 @@ func (w *EventWorker) completeInBatch(ctx context.Context, q sender, r *run, st 
 	}
 	out, err := w.batch.completions.Do(ctx, completeItem{key: st.Args[0].(string), token: st.Args[1].(int64), dedupUS: st.Args[2].(int64),
 		source: r.src.Name, eventID: r.job.Args.EventID, dest: r.t.Name, destDedupUS: r.src.DedupWindow.Microseconds(), jobID: r.job.ID,
-		n: int32(r.ev.Attempt), status: int32(status), durationMS: int32(min(time.Since(r.start).Milliseconds(), math.MaxInt32)), skipped: skip})
+		n: int32(r.ev.Attempt), status: int32(status), durationMS: int32(min(time.Since(r.start).Milliseconds(), math.MaxInt32)), skipped: skip,
+		line: r.ev.line})
 	switch {
 	case groupcommit.IsBatchError(err):
 		w.log.Warn("completion batch failed; completing on its own", "source", r.src.Name, "event_id", r.ev.ID, "error", err.Error())

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,10 +19,11 @@ import (
 // and answers each job after that COMMIT. The effects per event are those
 // of the per-event statements (claimStartSQL, completeSQL), which remain
 // the way for what a batch does not take: a claim with an operator's
-// override, a completion inside a Go handler's transaction or ending a
-// place in an ordering line, a key twice in one batch, and any batch that
-// failed as a whole (each of its jobs then runs its own statement, which
-// reports its own outcome).
+// override, a completion inside a Go handler's transaction, a key (or an
+// ordering line) twice in one batch, and any batch that failed as a whole
+// (each of its jobs then runs its own statement, which reports its own
+// outcome). Completions that end places in ordering lines share the batch:
+// its transaction locks their lines first and hands them on last.
 //
 // The statements are prepared once per connection like every other: a plan
 // made on a young table's statistics is replaced when autovacuum analyzes
@@ -43,7 +45,7 @@ type batches struct {
 	completions *groupcommit.Committer[completeItem, completion]
 }
 
-func newBatches(pool *pgxpool.Pool, claims *idem.Store, observe func(kind string, n int)) *batches {
+func newBatches(pool *pgxpool.Pool, claims *idem.Store, wake func(queue string), observe func(kind string, n int)) *batches {
 	claimSQL := claimManyStartSQL(claims.ClaimManySQL)
 	completeSQL := completeManySQL(claims.CompleteManySQL)
 	return &batches{
@@ -51,7 +53,7 @@ func newBatches(pool *pgxpool.Pool, claims *idem.Store, observe func(kind string
 			return claimMany(ctx, pool, claimSQL, items)
 		}, groupcommit.Options{MaxBatch: maxWorkerBatch, Committers: workerCommitters, Observe: func(n int) { observe("claim", n) }}),
 		completions: groupcommit.New(func(ctx context.Context, items []completeItem) ([]completion, error) {
-			return completeMany(ctx, pool, completeSQL, items)
+			return completeMany(ctx, pool, completeSQL, items, wake)
 		}, groupcommit.Options{MaxBatch: maxWorkerBatch, Committers: workerCommitters, Observe: func(n int) { observe("complete", n) }}),
 	}
 }
@@ -145,6 +147,7 @@ type completeItem struct {
 	n, status             int32
 	durationMS            int32
 	skipped               *string
+	line                  *linePlace // the event's place in its ordering line; nil: none
 }
 
 // completion is the outcome of one item of a completion batch.
@@ -156,17 +159,39 @@ const (
 	completionLost                      // not completed: the token no longer holds (idem.ErrLeaseLost)
 )
 
-// completeMany runs one completion batch.
-func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []completeItem) ([]completion, error) {
+// completeMany runs one completion batch. Completions that end a place in
+// an ordering line are bracketed, in the same transaction and round trip,
+// by the lock of their lines (first, in key order, as ingest takes them)
+// and the lines' advance (last), as endPlace does for one; wake is told
+// the queue of every job the advance made available, once committed.
+func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []completeItem, wake func(queue string)) ([]completion, error) {
 	out := make([]completion, len(items))
 	at := make(map[string]int, len(items))
+	type lineID struct{ source, dest, key string }
+	lines := map[lineID]bool{}
 	n := len(items)
 	keys, sources, ids, dests, skipped := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]*string, 0, n)
 	tokens, dedups, destDedups, jobIDs := make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
 	ns, statuses, durations := make([]int32, 0, n), make([]int32, 0, n), make([]int32, 0, n)
+	var lineSources, lineDests, lineKeys, lineEvents, lineKinds []string
+	var lineBys []*string
 	for i, it := range items {
 		if _, dup := at[it.key]; dup {
 			continue // completionSkipped
+		}
+		if it.line != nil {
+			id := lineID{it.source, it.dest, it.line.key}
+			if lines[id] {
+				continue // completionSkipped: one place per line and batch
+			}
+			lines[id] = true
+			lineSources, lineDests, lineKeys = append(lineSources, it.source), append(lineDests, it.dest), append(lineKeys, it.line.key)
+			lineEvents, lineBys = append(lineEvents, it.eventID), append(lineBys, it.line.by)
+			kind := ""
+			if it.line.byKind != nil {
+				kind = *it.line.byKind
+			}
+			lineKinds = append(lineKinds, kind)
 		}
 		at[it.key] = i
 		out[i] = completionLost // unless its key comes back
@@ -175,16 +200,53 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 		destDedups, jobIDs = append(destDedups, it.destDedupUS), append(jobIDs, it.jobID)
 		ns, statuses, durations, skipped = append(ns, it.n), append(statuses, it.status), append(durations, it.durationMS), append(skipped, it.skipped)
 	}
-	rows, err := pool.Query(ctx, sql, keys, tokens, dedups, sources, ids, dests, destDedups, jobIDs, ns, statuses, durations, skipped)
+	args := []any{keys, tokens, dedups, sources, ids, dests, destDedups, jobIDs, ns, statuses, durations, skipped}
+	collect := func(rows pgx.Rows) error {
+		var key string
+		_, err := pgx.ForEachRow(rows, []any{&key}, func() error {
+			if i, ok := at[key]; ok {
+				out[i] = completionDone
+			}
+			return nil
+		})
+		return err
+	}
+	if len(lineKeys) == 0 {
+		rows, err := pool.Query(ctx, sql, args...)
+		if err != nil {
+			return nil, err
+		}
+		return out, collect(rows)
+	}
+	b := &pgx.Batch{}
+	b.Queue(lockLinesSQL, lineSources, lineDests, lineKeys)
+	b.Queue(sql, args...)
+	b.Queue(advanceLinesSQL, lineSources, lineDests, lineKeys, lineEvents, lineBys, lineKinds)
+	br := pool.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("lock ordering lines: %w", err)
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, err
 	}
-	var key string
-	_, err = pgx.ForEachRow(rows, []any{&key}, func() error {
-		if i, ok := at[key]; ok {
-			out[i] = completionDone
-		}
-		return nil
-	})
-	return out, err
+	if err := collect(rows); err != nil {
+		return nil, err
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("advance ordering lines: %w", err)
+	}
+	woke, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("advance ordering lines: %w", err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, err
+	}
+	for _, q := range woke {
+		wake(q)
+	}
+	return out, nil
 }

@@ -138,7 +138,7 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 		return err
 	}, queueFetchCooldown, cfg.Logger)
 	if !cfg.PerEvent {
-		w.batch = newBatches(cfg.Pool, claims, func(kind string, n int) { m.WorkerBatch.WithLabelValues(kind).Observe(float64(n)) })
+		w.batch = newBatches(cfg.Pool, claims, w.wakes.Wake, func(kind string, n int) { m.WorkerBatch.WithLabelValues(kind).Observe(float64(n)) })
 	}
 	for _, s := range cfg.Sources {
 		if err := s.withDefaults(); err != nil {

@@ -14,7 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookline/hookline/ingest"
 	"github.com/hookline/hookline/jobs"
+	"github.com/hookline/hookline/providers"
 )
 
 // Group commit changes how many statements record the work, not what they
@@ -111,4 +113,85 @@ func TestGroupCommitMatchesPerEvent(t *testing.T) {
 		}
 	}
 	require.True(t, shared["claim"] || shared["complete"], "no claim or completion batch held more than one job: %v", shared)
+}
+
+// TestGroupCommitEndsLinePlaces: the completions of ordered events share
+// batches too (each batch locks its lines in key order, completes, and
+// hands every line on, in one transaction), and the lines still hold: per
+// key, forwards never overlap and arrive in acceptance order, and every
+// line ends with all its places passed.
+func TestGroupCommitEndsLinePlaces(t *testing.T) {
+	t.Parallel()
+	const keys, perKey = 40, 5
+	var mu sync.Mutex
+	inFlight := map[string]bool{}
+	seen := map[string][]int{}
+	var overlaps int
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Hookline-Order-Key")
+		var k, n int
+		_, _ = fmt.Sscanf(r.Header.Get("Hookline-Event-Id"), "evt_k%d_%d", &k, &n)
+		mu.Lock()
+		if inFlight[key] {
+			overlaps++
+		}
+		inFlight[key] = true
+		seen[key] = append(seen[key], n)
+		mu.Unlock()
+		time.Sleep(2 * time.Millisecond) // a forward takes a while, so lines overlap in time
+		mu.Lock()
+		inFlight[key] = false
+		mu.Unlock()
+	}))
+	t.Cleanup(dest.Close)
+	keyOf, err := providers.ParseKeyResolver("json:data.object.id")
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	b := startOrdered(t, &jobs.Source{MaxAttempts: 3, Destination: &jobs.Destination{URL: dest.URL}}, false,
+		func(c *jobs.ClientConfig) { c.Registerer = reg }, &ingest.Ordering{Key: keyOf, KeyName: "json:data.object.id"})
+
+	// Each key's events are sent one after another (acceptance order is
+	// sending order); the keys concurrently.
+	var wg sync.WaitGroup
+	for k := range keys {
+		wg.Go(func() {
+			for n := range perKey {
+				body := fmt.Sprintf(`{"id":"evt_k%d_%d","type":"charge.updated","created":1764504000,"data":{"object":{"id":"ch_%d"}}}`, k, n, k)
+				require.Equal(t, "accepted", b.sendBody(t, []byte(body)))
+			}
+		})
+	}
+	wg.Wait()
+	ctx := context.Background()
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_event_destinations WHERE state = 'completed'`).Scan(&n))
+		return n == keys*perKey
+	}, 60*time.Second, 20*time.Millisecond)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Zero(t, overlaps, "two forwards of one key were in progress at once")
+	require.Len(t, seen, keys)
+	for key, ns := range seen {
+		require.Equal(t, []int{0, 1, 2, 3, 4}, ns, "key %s forwarded out of order", key)
+	}
+	var behind int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_order_keys WHERE done_seq <> last_seq`).Scan(&behind))
+	require.Zero(t, behind, "a line was left with places not passed")
+
+	shared := false
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != "hookline_worker_batch_size" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if h := m.GetHistogram(); m.GetLabel()[0].GetValue() == "complete" && h.GetSampleCount() > h.GetBucket()[0].GetCumulativeCount() {
+				shared = true
+			}
+		}
+	}
+	require.True(t, shared, "no completion batch held more than one ordered event")
 }

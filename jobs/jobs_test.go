@@ -45,6 +45,13 @@ func start(t *testing.T, src *jobs.Source, reject bool) *bundle {
 // startWith is start with the client's configuration adjusted by tune.
 func startWith(t *testing.T, src *jobs.Source, reject bool, tune func(*jobs.ClientConfig)) *bundle {
 	t.Helper()
+	return startOrdered(t, src, reject, tune, nil)
+}
+
+// startOrdered is startWith for a source whose events are ordered (nil:
+// unordered).
+func startOrdered(t *testing.T, src *jobs.Source, reject bool, tune func(*jobs.ClientConfig), ordering *ingest.Ordering) *bundle {
+	t.Helper()
 	pool := pgtest.NewPool(t)
 	src.Name = "s"
 	cfg := jobs.ClientConfig{Pool: pool, Sources: []*jobs.Source{src}, Workers: 20, Logger: quiet()}
@@ -65,7 +72,7 @@ func startWith(t *testing.T, src *jobs.Source, reject bool, tune func(*jobs.Clie
 		onDup = ingest.OnDuplicateReject
 	}
 	srv, err := ingest.New(ingest.Config{Pool: pool, River: client, IngestRoutes: true, Batch: true, Logger: quiet(),
-		Sources: []*ingest.Source{{Name: "s", Provider: prov, OnDuplicate: onDup, MaxAttempts: src.MaxAttempts}}})
+		Sources: []*ingest.Source{{Name: "s", Provider: prov, OnDuplicate: onDup, MaxAttempts: src.MaxAttempts, Ordering: ordering}}})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { hs.Close(); srv.Close() })
@@ -78,7 +85,12 @@ func startWith(t *testing.T, src *jobs.Source, reject bool, tune func(*jobs.Clie
 // number of times; any other answer must be 200.
 func (b *bundle) send(t testing.TB, id string) string {
 	t.Helper()
-	body := []byte(`{"id":"` + id + `","type":"charge.succeeded","created":1764504000}`)
+	return b.sendBody(t, []byte(`{"id":"`+id+`","type":"charge.succeeded","created":1764504000}`))
+}
+
+// sendBody is send for a Stripe event's whole body.
+func (b *bundle) sendBody(t testing.TB, body []byte) string {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
 		sig := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: time.Now()}).Header
 		req, _ := http.NewRequest(http.MethodPost, b.ingest, bytes.NewReader(body))

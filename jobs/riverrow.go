@@ -138,7 +138,16 @@ func InsertNotifySQL(queues ...string) string {
 // leaves such jobs alone until this statement moves them. It finds the job
 // through River's unique index (activeJobSQL).
 func wakePendingJobSQL(source, eventID, destination string) string {
-	return `UPDATE river_job j SET state = 'available', scheduled_at = now()
+	return wakePendingJobsSQL("", source, eventID, destination)
+}
+
+// wakePendingJobsSQL is wakePendingJobSQL for several events: from is a
+// FROM item (empty: none) whose columns the expressions may name.
+func wakePendingJobsSQL(from, source, eventID, destination string) string {
+	if from != "" {
+		from = ` FROM ` + from
+	}
+	return `UPDATE river_job j SET state = 'available', scheduled_at = now()` + from + `
 		WHERE ` + activeJobSQL("j", uniqueKeySQL(source, eventID, destination)) + ` AND j.state::text = 'pending'
 		RETURNING j.queue`
 }

@@ -406,13 +406,7 @@ const lockLineSQL = `SELECT 1 FROM hookline_order_keys WHERE source = $1 AND des
 // committed (queueWaker). It answers the number of jobs made available (0
 // or 1).
 var advanceLineSQL = `WITH line AS (
-		UPDATE hookline_order_keys k SET
-			done_seq = COALESCE((SELECT min(r.order_seq) - 1 FROM hookline_event_destinations r
-				WHERE r.source = k.source AND r.destination = k.destination AND r.order_key = k.key
-				  AND ` + waitingPlaceSQL + `), k.last_seq),
-			max_by      = CASE WHEN ` + raisesBySQL + ` THEN $5::numeric ELSE k.max_by END,
-			max_by_kind = CASE WHEN ` + raisesBySQL + ` THEN $6::text ELSE k.max_by_kind END,
-			updated_at  = now()
+		UPDATE hookline_order_keys k SET ` + lineMovesSQL("$4", "$5::numeric", "$6::text") + `
 		WHERE k.source = $1 AND k.destination = $2 AND k.key = $3
 		RETURNING k.done_seq),
 	head AS (
@@ -421,6 +415,47 @@ var advanceLineSQL = `WITH line AS (
 	woke AS (` + wakePendingJobSQL("$1", "(SELECT event_id FROM head)", "$2") + `)
 	SELECT count(*) FROM (SELECT CASE WHEN $7::bool THEN ` + notifyQueueSQL("woke.queue") + ` END FROM woke) n`
 
+// advanceLinesSQL is advanceLineSQL for several lines at once, each ended
+// by one event of a completion batch (distinct lines): arrays $1 sources,
+// $2 destinations, $3 keys, $4 event ids, $5 their ordering.by (decimal
+// text, NULL elements: none) and $6 its kind. The caller has locked the
+// lines (lockLinesSQL) earlier in the transaction. It answers the queue of
+// every job made available; the caller notifies them once committed.
+var advanceLinesSQL = `WITH l AS MATERIALIZED (
+		SELECT u.source, u.destination, u.key, u.event_id, u.by::numeric AS by, u.by_kind
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+			AS u(source, destination, key, event_id, by, by_kind)),
+	line AS (
+		UPDATE hookline_order_keys k SET ` + lineMovesSQL("l.event_id", "l.by", "l.by_kind") + `
+		FROM l WHERE k.source = l.source AND k.destination = l.destination AND k.key = l.key
+		RETURNING k.source, k.destination, k.key, k.done_seq),
+	head AS (
+		SELECT r.source, r.event_id, r.destination FROM hookline_event_destinations r JOIN line
+			ON r.source = line.source AND r.destination = line.destination AND r.order_key = line.key AND r.order_seq = line.done_seq + 1
+		WHERE ` + waitingPlaceSQL + `),
+	woke AS (` + wakePendingJobsSQL("head h", "h.source", "h.event_id", "h.destination") + `)
+	SELECT queue FROM woke`
+
+// lockLinesSQL locks the rows of several lines (arrays $1 sources, $2
+// destinations, $3 keys) in key order, the order ingest takes them in.
+const lockLinesSQL = `SELECT 1 FROM hookline_order_keys k
+	JOIN unnest($1::text[], $2::text[], $3::text[]) AS u(source, destination, key)
+		ON k.source = u.source AND k.destination = u.destination AND k.key = u.key
+	ORDER BY k.source, k.destination, k.key FOR UPDATE OF k`
+
+// lineMovesSQL is the SET list that moves line k on (see advanceLineSQL):
+// eventID, by and kind are SQL expressions for the event that ended its
+// place (by: numeric, kind: text).
+func lineMovesSQL(eventID, by, kind string) string {
+	raises := raisesBySQL(eventID, by, kind)
+	return `done_seq = COALESCE((SELECT min(r.order_seq) - 1 FROM hookline_event_destinations r
+				WHERE r.source = k.source AND r.destination = k.destination AND r.order_key = k.key
+				  AND ` + waitingPlaceSQL + `), k.last_seq),
+			max_by      = CASE WHEN ` + raises + ` THEN ` + by + ` ELSE k.max_by END,
+			max_by_kind = CASE WHEN ` + raises + ` THEN ` + kind + ` ELSE k.max_by_kind END,
+			updated_at  = now()`
+}
+
 // waitingPlaceSQL is true for a row r that holds a place in its line and
 // is queued, written as the predicate of the line's index
 // (hookline_event_destinations_line, migration 010) and without
@@ -428,12 +463,14 @@ var advanceLineSQL = `WITH line AS (
 // the destination's whole queue through hookline_event_destinations_queued.
 const waitingPlaceSQL = `r.order_seq IS NOT NULL AND r.state <> 'completed' AND r.state <> 'dead'`
 
-// raisesBySQL: event $4's by ($5, kind $6) was forwarded in this
-// transaction and is greater than the line's (or the line has none).
-const raisesBySQL = `($5::numeric IS NOT NULL AND (k.max_by IS NULL OR (k.max_by_kind = $6::text AND $5::numeric > k.max_by))
+// raisesBySQL: the event (eventID) was forwarded in this transaction and
+// its by (kind) is greater than line k's (or the line has none).
+func raisesBySQL(eventID, by, kind string) string {
+	return `(` + by + ` IS NOT NULL AND (k.max_by IS NULL OR (k.max_by_kind = ` + kind + ` AND ` + by + ` > k.max_by))
 				AND EXISTS (SELECT 1 FROM hookline_event_destinations r
-					WHERE r.source = $1 AND r.event_id = $4 AND r.destination = $2 AND r.state = 'completed'
+					WHERE r.source = k.source AND r.event_id = ` + eventID + ` AND r.destination = k.destination AND r.state = 'completed'
 					  AND r.completed_at = now() AND r.skipped IS NULL))`
+}
 
 // lineOfSQL is the line a destination row holds a place in (source $1,
 // event_id $2, destination $3): its key, or no row.
