@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/providers"
+	"golang.org/x/text/unicode/norm"
 )
 
 // MaxSignatures caps the signatures of a delivery, over all its signature
@@ -147,6 +148,11 @@ func NewVerifier(s *Spec, cfg providers.Config) (*Verifier, error) {
 	v := &Verifier{spec: s, keys: providers.SecretKeys(cfg.Secrets), tolerance: cfg.Tolerance, now: cfg.NowFunc(),
 		header: http.CanonicalHeaderKey(s.Header), stampHeader: http.CanonicalHeaderKey(s.TimestampHeader),
 		idHeader: http.CanonicalHeaderKey(s.IDHeader)}
+	if s.NFKDSecret {
+		for i, k := range v.keys {
+			v.keys[i] = norm.NFKD.Bytes(k)
+		}
+	}
 	for _, h := range s.ExtraHeaders {
 		v.extraHeaders = append(v.extraHeaders, http.CanonicalHeaderKey(h))
 	}
@@ -233,9 +239,18 @@ func (s *Spec) parseStamp(ts string) (time.Time, error) {
 		if err == nil {
 			return t, nil
 		}
+	case Zoneless:
+		t, err := time.Parse(zonelessLayout, ts)
+		if err == nil {
+			return t, nil
+		}
 	}
 	return time.Time{}, fmt.Errorf("%w: bad timestamp", providers.ErrInvalidSignature)
 }
+
+// zonelessLayout is an RFC 3339 date and time without its zone (fractional
+// seconds allowed), which time.Parse reads as UTC.
+const zonelessLayout = "2006-01-02T15:04:05.999999999"
 
 // formatStamp writes now in s's Unit, as Sign sends it.
 func (s *Spec) formatStamp(now time.Time) string {
@@ -244,6 +259,8 @@ func (s *Spec) formatStamp(now time.Time) string {
 		return strconv.FormatInt(now.UnixMilli(), 10)
 	case RFC3339:
 		return now.UTC().Format(time.RFC3339)
+	case Zoneless:
+		return now.UTC().Format(zonelessLayout)
 	case Opaque:
 		return strconv.FormatInt(now.UnixNano(), 36)
 	}

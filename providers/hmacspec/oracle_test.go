@@ -30,9 +30,10 @@ func hx(b []byte) string  { return hex.EncodeToString(b) }
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 // in is what a formula signs: the raw body, the sending time in seconds,
-// milliseconds and RFC 3339, and the URL the request was received on.
+// milliseconds, RFC 3339 and RFC 3339 without a zone, and the URL the
+// request was received on.
 type in struct {
-	key, body, sec, ms, rfc, url string
+	key, body, sec, ms, rfc, zoneless, url string
 }
 
 // formulas are the signature headers of each provider, recomputed from its
@@ -92,7 +93,7 @@ var formulas = map[string]func(i in) []string{
 	},
 	"onfido": func(i in) []string { return []string{"X-SHA2-Signature", hx(mac(sha256.New, i.key, i.body))} },
 	"orb": func(i in) []string {
-		return []string{"X-Orb-Timestamp", i.rfc, "X-Orb-Signature", "v1=" + hx(mac(sha256.New, i.key, "v1:"+i.rfc+":"+i.body))}
+		return []string{"X-Orb-Timestamp", i.zoneless, "X-Orb-Signature", "v1=" + hx(mac(sha256.New, i.key, "v1:"+i.zoneless+":"+i.body))}
 	},
 	"paymongo": func(i in) []string {
 		return []string{"Paymongo-Signature", "t=" + i.sec + ",te=" + hx(mac(sha256.New, i.key, i.sec+"."+i.body))}
@@ -137,9 +138,9 @@ var formulas = map[string]func(i in) []string{
 // TestDocFormulas: for every entry, a delivery signed by the documented
 // formula (computed above without the engine) verifies, and the engine's
 // own Signer writes the same header (where the formula is deterministic).
-// This is a doc formula, the weakest oracle: none of these providers has a
-// Go SDK the module proxy serves and no published test vector is used
-// for them, so the formula is our reading of the page in Spec.Docs.
+// This is a doc formula, the weakest oracle: the formula is our reading of
+// the page in Spec.Docs. Where the provider published a test vector, it is
+// recomputed as well (published_test.go).
 func TestDocFormulas(t *testing.T) {
 	t.Parallel()
 	now := providertest.Now.Add(-30 * time.Second)
@@ -150,7 +151,7 @@ func TestDocFormulas(t *testing.T) {
 			key := secrets(s)[0]
 			req := s.Sample("evt_formula", "")
 			i := in{key: key, body: string(req.Body), sec: strconv.FormatInt(now.Unix(), 10), ms: strconv.FormatInt(now.UnixMilli(), 10),
-				rfc: now.UTC().Format(time.RFC3339), url: req.URL.String()}
+				rfc: now.UTC().Format(time.RFC3339), zoneless: now.UTC().Format("2006-01-02T15:04:05.999999999"), url: req.URL.String()}
 			hdr := f(i)
 			for j := 0; j+1 < len(hdr); j += 2 {
 				req.Header.Set(hdr[j], hdr[j+1])

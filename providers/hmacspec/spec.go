@@ -58,6 +58,9 @@ const (
 	// Opaque: a value that is signed but is no time (NMI's nonce); no
 	// tolerance applies.
 	Opaque
+	// Zoneless: an RFC 3339 date and time without its zone, in UTC
+	// (fractional seconds allowed), as Orb writes X-Orb-Timestamp.
+	Zoneless
 )
 
 // Template placeholders. The signed content is the template with each
@@ -98,6 +101,9 @@ type Spec struct {
 	// AnyCase: hex is read in either case (Authorize.net writes upper
 	// case); otherwise only as written by the sender, in lower case.
 	AnyCase bool
+	// NFKDSecret: the secret is Unicode NFKD-normalised before it keys the
+	// MAC (EasyPost's client libraries do); ASCII secrets are unchanged.
+	NFKDSecret bool
 	// Prefix precedes each encoded MAC ("sha256=", "v0="); for Pairs it
 	// precedes the value after the key's "=". A signature without it is
 	// not read.
