@@ -242,7 +242,11 @@ func (w *EventWorker) complete(ctx context.Context, q sender, r *run, status int
 	if err != nil {
 		return fmt.Errorf("mark completed: %w", err)
 	}
-	return r.claim.ReportCompleted(n)
+	if err := r.claim.ReportCompleted(n); err != nil {
+		return err
+	}
+	r.jobDone = true // the statement completed the River job too
+	return nil
 }
 
 // completeInBatch records the completion in a batch (group commit) when it
@@ -257,16 +261,17 @@ func (w *EventWorker) completeInBatch(ctx context.Context, q sender, r *run, st 
 	out, err := w.batch.completions.Do(ctx, completeItem{key: st.Args[0].(string), token: st.Args[1].(int64), dedupUS: st.Args[2].(int64),
 		source: r.src.Name, eventID: r.job.Args.EventID, dest: r.t.Name, destDedupUS: r.src.DedupWindow.Microseconds(), jobID: r.job.ID,
 		n: int32(r.ev.Attempt), status: int32(status), durationMS: int32(min(time.Since(r.start).Milliseconds(), math.MaxInt32)), skipped: skip,
-		line: r.ev.line})
+		line: r.ev.line, chain: r.ev.line != nil && r.mayChain()})
+	r.next = out.next
 	switch {
 	case groupcommit.IsBatchError(err):
 		w.log.Warn("completion batch failed; completing on its own", "source", r.src.Name, "event_id", r.ev.ID, "error", err.Error())
 		return 0, false, nil
 	case err != nil:
 		return 0, true, err
-	case out == completionDone:
+	case out.completion == completionDone:
 		return 1, true, nil
-	case out == completionLost:
+	case out.completion == completionLost:
 		return 0, true, nil
 	}
 	return 0, false, nil // completionSkipped

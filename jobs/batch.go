@@ -2,11 +2,13 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 
 	"github.com/hookline/hookline/idem"
 	"github.com/hookline/hookline/internal/groupcommit"
@@ -42,18 +44,20 @@ const workerCommitters = 1
 // batches are the worker's two committers.
 type batches struct {
 	claims      *groupcommit.Committer[claimItem, *startRow]
-	completions *groupcommit.Committer[completeItem, completion]
+	completions *groupcommit.Committer[completeItem, completed]
 }
 
-func newBatches(pool *pgxpool.Pool, claims *idem.Store, wake func(queue string), observe func(kind string, n int)) *batches {
+// runner is the id the worker's jobs carry in River's attempted_by; wake
+// is told the queues of jobs the completions made available.
+func newBatches(pool *pgxpool.Pool, claims *idem.Store, runner func() string, wake func(queue string), observe func(kind string, n int)) *batches {
 	claimSQL := claimManyStartSQL(claims.ClaimManySQL)
 	completeSQL := completeManySQL(claims.CompleteManySQL)
 	return &batches{
 		claims: groupcommit.New(func(ctx context.Context, items []claimItem) ([]*startRow, error) {
 			return claimMany(ctx, pool, claimSQL, items)
 		}, groupcommit.Options{MaxBatch: maxWorkerBatch, Committers: workerCommitters, Observe: func(n int) { observe("claim", n) }}),
-		completions: groupcommit.New(func(ctx context.Context, items []completeItem) ([]completion, error) {
-			return completeMany(ctx, pool, completeSQL, items, wake)
+		completions: groupcommit.New(func(ctx context.Context, items []completeItem) ([]completed, error) {
+			return completeMany(ctx, pool, completeSQL, items, runner(), wake)
 		}, groupcommit.Options{MaxBatch: maxWorkerBatch, Committers: workerCommitters, Observe: func(n int) { observe("complete", n) }}),
 	}
 }
@@ -148,6 +152,7 @@ type completeItem struct {
 	durationMS            int32
 	skipped               *string
 	line                  *linePlace // the event's place in its ordering line; nil: none
+	chain                 bool       // take the line's next job to run it here (chain.go)
 }
 
 // completion is the outcome of one item of a completion batch.
@@ -159,42 +164,51 @@ const (
 	completionLost                      // not completed: the token no longer holds (idem.ErrLeaseLost)
 )
 
+// completed is an item's completion and, for an item that asked to chain,
+// the next job of its line, taken to run by the item's worker (nil: none).
+type completed struct {
+	completion
+	next *river.Job[EventArgs]
+}
+
 // completeMany runs one completion batch. Completions that end a place in
 // an ordering line are bracketed, in the same transaction and round trip,
 // by the lock of their lines (first, in key order, as ingest takes them)
 // and the lines' advance (last), as endPlace does for one; wake is told
-// the queue of every job the advance made available, once committed.
-func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []completeItem, wake func(queue string)) ([]completion, error) {
-	out := make([]completion, len(items))
+// the queue of every job the advance made available, once committed, and
+// an item that asked to chain gets its line's next job, taken for runner.
+func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []completeItem, runner string, wake func(queue string)) ([]completed, error) {
+	out := make([]completed, len(items))
 	at := make(map[string]int, len(items))
 	type lineID struct{ source, dest, key string }
-	lines := map[lineID]bool{}
+	lines := map[lineID]int{} // the item that ends a place in the line
 	n := len(items)
 	keys, sources, ids, dests, skipped := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]*string, 0, n)
 	tokens, dedups, destDedups, jobIDs := make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
 	ns, statuses, durations := make([]int32, 0, n), make([]int32, 0, n), make([]int32, 0, n)
 	var lineSources, lineDests, lineKeys, lineEvents, lineKinds []string
 	var lineBys []*string
+	var lineChains []bool
 	for i, it := range items {
 		if _, dup := at[it.key]; dup {
 			continue // completionSkipped
 		}
 		if it.line != nil {
 			id := lineID{it.source, it.dest, it.line.key}
-			if lines[id] {
+			if _, dup := lines[id]; dup {
 				continue // completionSkipped: one place per line and batch
 			}
-			lines[id] = true
+			lines[id] = i
 			lineSources, lineDests, lineKeys = append(lineSources, it.source), append(lineDests, it.dest), append(lineKeys, it.line.key)
 			lineEvents, lineBys = append(lineEvents, it.eventID), append(lineBys, it.line.by)
 			kind := ""
 			if it.line.byKind != nil {
 				kind = *it.line.byKind
 			}
-			lineKinds = append(lineKinds, kind)
+			lineKinds, lineChains = append(lineKinds, kind), append(lineChains, it.chain)
 		}
 		at[it.key] = i
-		out[i] = completionLost // unless its key comes back
+		out[i].completion = completionLost // unless its key comes back
 		keys, tokens, dedups = append(keys, it.key), append(tokens, it.token), append(dedups, it.dedupUS)
 		sources, ids, dests = append(sources, it.source), append(ids, it.eventID), append(dests, it.dest)
 		destDedups, jobIDs = append(destDedups, it.destDedupUS), append(jobIDs, it.jobID)
@@ -205,7 +219,7 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 		var key string
 		_, err := pgx.ForEachRow(rows, []any{&key}, func() error {
 			if i, ok := at[key]; ok {
-				out[i] = completionDone
+				out[i].completion = completionDone
 			}
 			return nil
 		})
@@ -221,7 +235,7 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 	b := &pgx.Batch{}
 	b.Queue(lockLinesSQL, lineSources, lineDests, lineKeys)
 	b.Queue(sql, args...)
-	b.Queue(advanceLinesSQL, lineSources, lineDests, lineKeys, lineEvents, lineBys, lineKinds)
+	b.Queue(advanceLinesSQL, lineSources, lineDests, lineKeys, lineEvents, lineBys, lineKinds, lineChains, runner)
 	br := pool.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
@@ -238,7 +252,30 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 	if err != nil {
 		return nil, fmt.Errorf("advance ordering lines: %w", err)
 	}
-	woke, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	var woke []string
+	var queue string
+	var key *string
+	var row []byte
+	_, err = pgx.ForEachRow(rows, []any{&queue, &key, &row}, func() error {
+		if key == nil {
+			woke = append(woke, queue)
+			return nil
+		}
+		var taken takenJob
+		if err := json.Unmarshal(row, &taken); err != nil {
+			return fmt.Errorf("read a taken job: %w", err)
+		}
+		next, err := taken.job()
+		if err != nil {
+			return err
+		}
+		i, ok := lines[lineID{next.Args.Source, next.Args.Dest(), *key}]
+		if !ok {
+			return fmt.Errorf("job %d was taken for a line not in the batch", next.ID)
+		}
+		out[i].next = next
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("advance ordering lines: %w", err)
 	}

@@ -113,7 +113,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(AlertInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return AlertArgs{}, nil }, &river.PeriodicJobOpts{RunOnStart: true}))
 	}
-	return river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
+	client, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
 		Logger:               cfg.Logger,
 		Queues:               q,
 		Workers:              workers,
@@ -125,6 +125,11 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		FetchPollInterval: 200 * time.Millisecond,
 		PeriodicJobs:      periodic,
 	})
+	if err != nil {
+		return nil, err
+	}
+	w.runner = client.ID()
+	return client, nil
 }
 
 // queueFetchCooldown is the event queues' fetch cooldown: while a backlog

@@ -73,6 +73,11 @@ type EventWorker struct {
 	m       *metrics.Metrics
 	log     *slog.Logger
 
+	// runner is River's id of the client running this worker (set once,
+	// before the client starts): what a job taken by the worker itself
+	// (chain.go) carries in attempted_by.
+	runner string
+
 	// The worker's own statements around idem's (whose SQL depends only on
 	// the claims table), built on first use.
 	claimSQL, completeSQL lazySQL
@@ -138,7 +143,7 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 		return err
 	}, queueFetchCooldown, cfg.Logger)
 	if !cfg.PerEvent {
-		w.batch = newBatches(cfg.Pool, claims, w.wakes.Wake, func(kind string, n int) { m.WorkerBatch.WithLabelValues(kind).Observe(float64(n)) })
+		w.batch = newBatches(cfg.Pool, claims, func() string { return w.runner }, w.wakes.Wake, func(kind string, n int) { m.WorkerBatch.WithLabelValues(kind).Observe(float64(n)) })
 	}
 	for _, s := range cfg.Sources {
 		if err := s.withDefaults(); err != nil {
@@ -221,6 +226,13 @@ type run struct {
 	claim *idem.Claim
 	ev    *Event
 	start time.Time // when the destination was called
+
+	// mayChain says whether the worker may still take its ordering line's
+	// next job to run it itself (chain.go); next is that job, once taken.
+	mayChain func() bool
+	next     *river.Job[EventArgs]
+	// jobDone: the completion statement completed the River job as well.
+	jobDone bool
 }
 
 // Work implements river.Worker. Every way out ends the destination
@@ -229,12 +241,24 @@ type run struct {
 // lease, while the database is unreachable, while the destination's gate is
 // closed (paused, circuit open, rate or in-flight limit), or during
 // unknownSourceGrace.
+//
+// An ordered event's worker may go on with the next event of its line
+// itself (chain.go) before it returns.
 func (w *EventWorker) Work(ctx context.Context, job *river.Job[EventArgs]) error {
-	src, t := w.lookup(job)
+	until := time.Now().Add(chainFor)
+	r := w.newRun(ctx, job, until)
+	err := w.attempt(ctx, r)
+	w.chain(ctx, r, until)
+	return err
+}
+
+// attempt runs one attempt of r's job (Work, without the chain).
+func (w *EventWorker) attempt(ctx context.Context, r *run) error {
+	src, t := w.lookup(r.job)
 	if t == nil {
-		return w.unknown(ctx, job, src)
+		return w.unknown(ctx, r.job, src)
 	}
-	r := &run{job: job, src: src, t: t}
+	r.src, r.t = src, t
 	if wait, err := w.gate.enter(ctx, r); err != nil || wait > 0 {
 		return w.gateClosed(r, wait, err)
 	}

@@ -4,13 +4,20 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivershared/uniquestates"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // River's table format, as hookline reads and writes it directly.
@@ -358,3 +365,109 @@ var orphanJobsSQL = `SELECT id, args->>'source', args->>'event_id', COALESCE(arg
 // event's outcome is recorded elsewhere.
 const finishWaitingJobSQL = `UPDATE river_job SET state = 'completed', finalized_at = now()
 	WHERE id = $1 AND state IN ('available', 'pending', 'retryable', 'scheduled')`
+
+// takePendingJobsSQL is wakePendingJobsSQL for jobs the caller will run
+// itself (an ordering line handed on to the worker that ended its last
+// place): the pending job goes straight to running, as River's fetch would
+// leave it once woken — attempt counted, attempted_at now, runner appended
+// to attempted_by (River keeps the last 100) — so no other worker fetches
+// it. runner is an SQL expression (River's client id). It answers the
+// job's queue, the row as JSON (takenJob), then the expressions also. A worker that dies with such
+// a job leaves it running, exactly as a job it had fetched: River's
+// rescuer retries it.
+func takePendingJobsSQL(from, source, eventID, destination, runner, also string) string {
+	return `UPDATE river_job j SET state = 'running', scheduled_at = now(), attempt = j.attempt + 1, attempted_at = now(),
+		attempted_by = array_append(CASE WHEN array_length(j.attempted_by, 1) >= 100
+			THEN j.attempted_by[array_length(j.attempted_by, 1) - 98:] ELSE j.attempted_by END, ` + runner + `)
+		FROM ` + from + `
+		WHERE ` + activeJobSQL("j", uniqueKeySQL(source, eventID, destination)) + ` AND j.state::text = 'pending'
+		RETURNING j.queue, jsonb_build_object('id', j.id, 'queue', j.queue, 'args', j.args, 'attempt', j.attempt,
+			'max_attempts', j.max_attempts, 'created_at', j.created_at, 'attempted_at', j.attempted_at, 'metadata', j.metadata,
+			'kind', j.kind, 'priority', j.priority, 'scheduled_at', j.scheduled_at) AS row, ` + also
+}
+
+// takenJob is the row takePendingJobsSQL answers.
+type takenJob struct {
+	ID          int64           `json:"id"`
+	Queue       string          `json:"queue"`
+	Args        json.RawMessage `json:"args"`
+	Attempt     int             `json:"attempt"`
+	MaxAttempts int             `json:"max_attempts"`
+	CreatedAt   time.Time       `json:"created_at"`
+	AttemptedAt time.Time       `json:"attempted_at"`
+	Metadata    json.RawMessage `json:"metadata"`
+	Kind        string          `json:"kind"`
+	Priority    int             `json:"priority"`
+	ScheduledAt time.Time       `json:"scheduled_at"`
+}
+
+// job returns the running job as River hands it to a worker.
+func (t *takenJob) job() (*river.Job[EventArgs], error) {
+	row := &rivertype.JobRow{ID: t.ID, Queue: t.Queue, EncodedArgs: t.Args, Attempt: t.Attempt, MaxAttempts: t.MaxAttempts,
+		CreatedAt: t.CreatedAt, AttemptedAt: &t.AttemptedAt, Metadata: t.Metadata, Kind: t.Kind, Priority: t.Priority,
+		ScheduledAt: t.ScheduledAt, State: rivertype.JobStateRunning}
+	job := &river.Job[EventArgs]{JobRow: row}
+	if err := json.Unmarshal(t.Args, &job.Args); err != nil {
+		return nil, fmt.Errorf("decode the args of job %d: %w", t.ID, err)
+	}
+	return job, nil
+}
+
+// finishRunningJob records the outcome of a job this worker took itself
+// (takePendingJobsSQL) as River's executor records that of a job it ran:
+// completed (err nil), snoozed (river.JobSnooze: the attempt given back),
+// cancelled (river.JobCancel), discarded (attempts used up) or retried at
+// retryAt; River's own statement, through its driver, and only while the
+// job is still running. started is when the attempt began.
+func finishRunningJob(ctx context.Context, pool *pgxpool.Pool, job *rivertype.JobRow, started time.Time, err error, retryAt time.Time) error {
+	now := time.Now()
+	var p *riverdriver.JobSetStateIfRunningParams
+	var snooze *rivertype.JobSnoozeError
+	var cancel *rivertype.JobCancelError
+	errData := func() []byte {
+		b, _ := json.Marshal(rivertype.AttemptError{At: started, Attempt: job.Attempt, Error: err.Error()}) //nolint:errchkjson // plain fields
+		return b
+	}
+	switch {
+	case err == nil:
+		p = riverdriver.JobSetStateCompleted(job.ID, now, nil)
+	case errors.As(err, &snooze):
+		meta, _ := json.Marshal(map[string]any{"snoozes": gjsonInt(job.Metadata, "snoozes") + 1}) //nolint:errchkjson
+		at := now.Add(snooze.Duration)
+		if snooze.Duration <= riverSchedulerInterval {
+			p = riverdriver.JobSetStateSnoozedAvailable(job.ID, at, job.Attempt-1, meta)
+		} else {
+			p = riverdriver.JobSetStateSnoozed(job.ID, at, job.Attempt-1, meta)
+		}
+	case errors.As(err, &cancel):
+		p = riverdriver.JobSetStateCancelled(job.ID, now, errData(), nil)
+	case job.Attempt >= job.MaxAttempts:
+		p = riverdriver.JobSetStateDiscarded(job.ID, now, errData(), nil)
+	case retryAt.Sub(now) <= riverSchedulerInterval:
+		p = riverdriver.JobSetStateErrorAvailable(job.ID, retryAt, errData(), nil)
+	default:
+		p = riverdriver.JobSetStateErrorRetryable(job.ID, retryAt, errData(), nil)
+	}
+	_, setErr := riverpgxv5.New(pool).GetExecutor().JobSetStateIfRunningMany(ctx, &riverdriver.JobSetStateIfRunningManyParams{
+		ID: []int64{p.ID}, Attempt: []*int{p.Attempt}, ErrData: [][]byte{p.ErrData}, FinalizedAt: []*time.Time{p.FinalizedAt},
+		MetadataDoMerge: []bool{p.MetadataDoMerge}, MetadataUpdates: [][]byte{p.MetadataUpdates}, ScheduledAt: []*time.Time{p.ScheduledAt},
+		State: []rivertype.JobState{p.State}, Now: &now,
+	})
+	return setErr
+}
+
+// riverSchedulerInterval is River's job scheduler interval (its default,
+// which hookline keeps): a retry or snooze due within it is made available
+// at once, with its time, rather than scheduled.
+const riverSchedulerInterval = 5 * time.Second
+
+// gjsonInt reads an integer field of a JSON object (0 when absent).
+func gjsonInt(obj []byte, field string) int64 {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil {
+		return 0
+	}
+	var n int64
+	_ = json.Unmarshal(m[field], &n)
+	return n
+}

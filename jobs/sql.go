@@ -418,23 +418,28 @@ var advanceLineSQL = `WITH line AS (
 // advanceLinesSQL is advanceLineSQL for several lines at once, each ended
 // by one event of a completion batch (distinct lines): arrays $1 sources,
 // $2 destinations, $3 keys, $4 event ids, $5 their ordering.by (decimal
-// text, NULL elements: none) and $6 its kind. The caller has locked the
-// lines (lockLinesSQL) earlier in the transaction. It answers the queue of
-// every job made available; the caller notifies them once committed.
+// text, NULL elements: none) and $6 its kind, and $7 whether the worker
+// that ended the place runs the line's next job itself (chain.go). The
+// caller has locked the lines (lockLinesSQL) earlier in the transaction.
+// It answers, per job handed on, its queue and, for a job taken (running,
+// for runner $8), its line's key and its row as JSON (takenJob); a job
+// made available (no row) is the caller's to notify once committed.
 var advanceLinesSQL = `WITH l AS MATERIALIZED (
-		SELECT u.source, u.destination, u.key, u.event_id, u.by::numeric AS by, u.by_kind
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-			AS u(source, destination, key, event_id, by, by_kind)),
+		SELECT u.source, u.destination, u.key, u.event_id, u.by::numeric AS by, u.by_kind, u.chain
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[])
+			AS u(source, destination, key, event_id, by, by_kind, chain)),
 	line AS (
 		UPDATE hookline_order_keys k SET ` + lineMovesSQL("l.event_id", "l.by", "l.by_kind") + `
 		FROM l WHERE k.source = l.source AND k.destination = l.destination AND k.key = l.key
-		RETURNING k.source, k.destination, k.key, k.done_seq),
-	head AS (
-		SELECT r.source, r.event_id, r.destination FROM hookline_event_destinations r JOIN line
+		RETURNING k.source, k.destination, k.key, k.done_seq, l.chain),
+	head AS MATERIALIZED (
+		SELECT r.source, r.event_id, r.destination, line.key, line.chain FROM hookline_event_destinations r JOIN line
 			ON r.source = line.source AND r.destination = line.destination AND r.order_key = line.key AND r.order_seq = line.done_seq + 1
 		WHERE ` + waitingPlaceSQL + `),
-	woke AS (` + wakePendingJobsSQL("head h", "h.source", "h.event_id", "h.destination") + `)
-	SELECT queue FROM woke`
+	woke AS (` + wakePendingJobsSQL("(SELECT * FROM head WHERE NOT chain) h", "h.source", "h.event_id", "h.destination") + `),
+	took AS (` + takePendingJobsSQL("(SELECT * FROM head WHERE chain) h", "h.source", "h.event_id", "h.destination", "$8::text", "h.key") + `)
+	SELECT queue, NULL::text AS key, NULL::jsonb AS row FROM woke
+	UNION ALL SELECT queue, key, row FROM took`
 
 // lockLinesSQL locks the rows of several lines (arrays $1 sources, $2
 // destinations, $3 keys) in key order, the order ingest takes them in.

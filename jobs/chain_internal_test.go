@@ -1,0 +1,78 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookline/hookline/internal/pgtest"
+)
+
+// A job taken into a chain (takePendingJobsSQL) is the row River's own
+// fetch leaves once the job is woken: running, its attempt counted, the
+// runner last in attempted_by, attempted_at set — every column alike but
+// the times and what names the event; and it is attempted at the instant
+// it is scheduled (no wait for a fetch).
+func TestTakenJobIsRiversFetchedJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	for _, src := range []string{"mine", "theirs"} {
+		opts := InsertOptsFor(7)
+		opts.Pending = true
+		_, err := rc.Insert(ctx, EventArgs{Source: src, EventID: "e", Destination: "d"}, opts)
+		require.NoError(t, err)
+	}
+	const runner = "runner-1"
+
+	// Theirs: woken (made available), then fetched by River.
+	_, err = pool.Exec(ctx, wakePendingJobSQL("'theirs'", "'e'", "'d'"))
+	require.NoError(t, err)
+	fetched, err := riverpgxv5.New(pool).GetExecutor().JobGetAvailable(ctx, &riverdriver.JobGetAvailableParams{
+		ClientID: runner, MaxAttemptedBy: 100, MaxToLock: 10, Queue: QueueFor("theirs", "d")})
+	require.NoError(t, err)
+	require.Len(t, fetched.Jobs, 1)
+
+	// Mine: taken.
+	var queue string
+	var row []byte
+	var also string
+	require.NoError(t, pool.QueryRow(ctx, `WITH took AS (`+takePendingJobsSQL(`(SELECT 'mine' AS source, 'e' AS event_id, 'd' AS destination) h`,
+		"h.source", "h.event_id", "h.destination", "'"+runner+"'", "h.source AS also")+`) SELECT queue, row, also FROM took`).Scan(&queue, &row, &also))
+	require.Equal(t, QueueFor("mine", "d"), queue)
+	require.Equal(t, "mine", also)
+
+	rows, err := pool.Query(ctx, `SELECT args->>'source', (to_jsonb(j) - 'id' - 'created_at' - 'scheduled_at' - 'attempted_at' - 'args' - 'unique_key' - 'queue')::text,
+		attempted_at IS NOT NULL, attempted_at = scheduled_at FROM river_job j`)
+	require.NoError(t, err)
+	cols := map[string]string{}
+	chained := map[string]bool{}
+	var src, c string
+	var attempted, atOnce bool
+	_, err = pgx.ForEachRow(rows, []any{&src, &c, &attempted, &atOnce}, func() error {
+		require.True(t, attempted, src)
+		cols[src], chained[src] = c, atOnce
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, cols["theirs"], cols["mine"])
+	require.Contains(t, cols["mine"], `"state": "running"`)
+	require.Contains(t, cols["mine"], `"attempted_by": ["`+runner+`"]`)
+	require.Equal(t, map[string]bool{"mine": true, "theirs": false}, chained)
+
+	var taken takenJob
+	require.NoError(t, json.Unmarshal(row, &taken))
+	job, err := taken.job()
+	require.NoError(t, err)
+	require.Equal(t, EventArgs{Source: "mine", EventID: "e", Destination: "d"}, job.Args)
+	require.Equal(t, 1, job.Attempt)
+	require.Equal(t, fetched.Jobs[0].MaxAttempts, job.MaxAttempts)
+}

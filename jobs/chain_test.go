@@ -1,0 +1,101 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookline/hookline/ingest"
+	"github.com/hookline/hookline/jobs"
+	"github.com/hookline/hookline/providers"
+)
+
+// TestChainRunsTheLineHere: the worker that ends a place of a hot key's
+// line takes the next job itself (straight from pending to running, in the
+// transaction that ends the place) and runs it, so the line is not woken
+// through River; a chained job that fails is recorded in River as River's
+// executor records it (retryable, its error in errors), then retried by
+// River in the line's order. Per key: forwards never overlap and follow
+// acceptance order; every job ends completed.
+func TestChainRunsTheLineHere(t *testing.T) {
+	t.Parallel()
+	const events = 12
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var got []int // event numbers as forwarded, one per attempt
+	inFlight, overlaps, fails := false, 0, 0
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		_, _ = fmt.Sscanf(r.Header.Get("Hookline-Event-Id"), "evt_hot_%d", &n)
+		if n == 0 {
+			<-release // the line's later events are all waiting (pending) when the head completes
+		}
+		mu.Lock()
+		if inFlight {
+			overlaps++
+		}
+		inFlight = true
+		got = append(got, n)
+		fail := n == 5 && fails == 0
+		if fail {
+			fails++
+		}
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		mu.Lock()
+		inFlight = false
+		mu.Unlock()
+		if fail {
+			http.Error(w, "first attempt fails", http.StatusInternalServerError)
+		}
+	}))
+	t.Cleanup(dest.Close)
+	keyOf, err := providers.ParseKeyResolver("json:data.object.id")
+	require.NoError(t, err)
+	b := startOrdered(t, &jobs.Source{MaxAttempts: 3, BackoffMin: 5 * time.Millisecond, BackoffMax: 10 * time.Millisecond,
+		Destination: &jobs.Destination{URL: dest.URL}}, false, func(*jobs.ClientConfig) {},
+		&ingest.Ordering{Key: keyOf, KeyName: "json:data.object.id"})
+	for n := range events {
+		body := fmt.Sprintf(`{"id":"evt_hot_%d","type":"charge.updated","created":1764504000,"data":{"object":{"id":"ch_hot"}}}`, n)
+		require.Equal(t, "accepted", b.sendBody(t, []byte(body)))
+	}
+	close(release)
+
+	ctx := context.Background()
+	require.Eventually(t, func() bool {
+		busy, err := jobs.AnyUnfinishedJob(ctx, b.pool)
+		require.NoError(t, err)
+		return !busy
+	}, 60*time.Second, 20*time.Millisecond)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Zero(t, overlaps, "two forwards of the key were in progress at once")
+	want := []int{0, 1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10, 11}
+	require.Equal(t, want, got, "forwards in acceptance order, the failed one retried before the next")
+
+	var states []string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT array_agg(DISTINCT state::text) FROM river_job WHERE kind = $1`, jobs.EventArgs{}.Kind()).Scan(&states))
+	require.Equal(t, []string{"completed"}, states)
+	var chained int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = $1 AND attempted_at = scheduled_at`,
+		jobs.EventArgs{}.Kind()).Scan(&chained))
+	t.Logf("%d of %d jobs chained", chained, events)
+	require.Positive(t, chained, "no job was taken into a chain (a chained job is attempted at the instant it is scheduled)")
+
+	// The failed attempt of event 5: recorded in River (an error, attempt
+	// counted), retried, completed; hookline counted two attempts.
+	var attempt, errs, attempts int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT j.attempt, coalesce(array_length(j.errors, 1), 0), r.attempts
+		FROM river_job j JOIN hookline_event_destinations r ON r.event_id = j.args->>'event_id'
+		WHERE j.kind = $1 AND j.args->>'event_id' = 'evt_hot_5'`, jobs.EventArgs{}.Kind()).Scan(&attempt, &errs, &attempts))
+	require.Equal(t, 2, attempt)
+	require.Equal(t, 1, errs)
+	require.Equal(t, 2, attempts)
+}
