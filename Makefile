@@ -52,6 +52,10 @@ bench: postgres ## Go benchmarks of the hot pieces plus the side-by-side ingest,
 chaos: postgres build ## the full chaos scenario (kills instances, restarts Postgres, checks the promises)
 	$(GO) run ./cmd/hookline-chaos
 
+.PHONY: sdk-vectors
+sdk-vectors: ## re-record providers/testdata/sdkvectors/vectors.json with the providers' official Node.js SDKs (needs node and npm)
+	cd providers/testdata/sdkvectors && npm ci --no-audit --no-fund && node gen.mjs
+
 .PHONY: clean
 clean: ## remove build output and the dev cluster
 	rm -rf bin .hookline

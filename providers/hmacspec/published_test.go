@@ -222,6 +222,145 @@ var publishedVectors = []published{
 		sig:        "d9b899556c966b3f06945ec21311865d35df3ce4",
 		signedBody: "bt_payload=20f9f8ed05f77439fe955c977e4c8a53&bt_signature=integration_public_key%7Cd9b899556c966b3f06945ec21311865d35df3ce4",
 	},
+	{
+		// github.com/slackapi/python-slack-sdk
+		// tests/slack_sdk/signature/test_signature_verifier.py (signing_secret,
+		// body, timestamp, valid_signature), commit
+		// ae87985e2c3811ead978f31ea5a1e4a7ca5c3515. The test names its source,
+		// the worked example of https://docs.slack.dev/authentication/verifying-requests-from-slack/:
+		// a slash command, form-encoded.
+		provider: "slack", what: "Slack docs worked example (python-slack-sdk fixture)",
+		secret: "8f742231b10e8888abcd99yyyzzz85a5",
+		body:   "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c",
+		form:   true,
+		header: []string{"X-Slack-Request-Timestamp", "1531420618",
+			"X-Slack-Signature", "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"},
+		now:          time.Unix(1531420618, 0),
+		sig:          "a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503",
+		signedHeader: "X-Slack-Signature", signed: "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503",
+	},
+	{
+		// github.com/razorpay/razorpay-python tests/test_client_utility.py
+		// (test_verify_webhook_signature: the secret is the test client's
+		// key_secret) with the body tests/mocks/fake_payment_authorized_webhook.json,
+		// commit b56ac018bf023e2b244a73a4bda2ea861115edcf. The body is the
+		// file as read, multi-line, final newline included.
+		provider: "razorpay", what: "razorpay-python webhook fixture (multi-line body)",
+		secret:       "key_secret",
+		body:         razorpayWebhookBody,
+		header:       []string{"X-Razorpay-Signature", "d60e67fd884556c045e9be7dad57903e33efc7172c17c6e3ef77db42d2b366e9"},
+		now:          providertest.Now,
+		sig:          "d60e67fd884556c045e9be7dad57903e33efc7172c17c6e3ef77db42d2b366e9",
+		signedHeader: "X-Razorpay-Signature", signed: "d60e67fd884556c045e9be7dad57903e33efc7172c17c6e3ef77db42d2b366e9",
+	},
+	{
+		// github.com/gocardless/gocardless-pro-python tests/webhooks_test.py
+		// (fixture_signature, key) with the body tests/fixtures/webhook_body.json
+		// stripped of its final newline (the test strips it), commit
+		// d5c83f375d8867d2980745ed1c510f264823d300. A batch of two events.
+		provider: "gocardless", what: "gocardless-pro-python webhook fixture (two-event batch)",
+		secret:       "ED7D658C-D8EB-4941-948B-3973214F2D49",
+		body:         `{"events":[{"id":"EV00BD05S5VM2T","created_at":"2018-07-05T09:13:51.404Z","resource_type":"subscriptions","action":"created","links":{"subscription":"SB0003JJQ2MR06"},"details":{"origin":"api","cause":"subscription_created","description":"Subscription created via the API."},"metadata":{}},{"id":"EV00BD05TB8K63","created_at":"2018-07-05T09:13:56.893Z","resource_type":"mandates","action":"created","links":{"mandate":"MD000AMA19XGEC"},"details":{"origin":"api","cause":"mandate_created","description":"Mandate created via the API."},"metadata":{}}]}`,
+		header:       []string{"Webhook-Signature", "2693754819d3e32d7e8fcb13c729631f316c6de8dc1cf634d6527f1c07276e7e"},
+		now:          providertest.Now,
+		sig:          "2693754819d3e32d7e8fcb13c729631f316c6de8dc1cf634d6527f1c07276e7e",
+		signedHeader: "Webhook-Signature", signed: "2693754819d3e32d7e8fcb13c729631f316c6de8dc1cf634d6527f1c07276e7e",
+	},
+	{
+		// github.com/PaddleHQ/paddle-python-sdk tests/Unit/Notification/test_Verifier.py
+		// (test_validate_paddle_signature_header_integrity), commit
+		// 48c8cc04ecd5eb87b1861731bc56f7ec1abfe284. The header carries a
+		// garbled h1 before the good one; of the test's three secrets only the
+		// third signed it, and it alone is configured here.
+		provider: "paddle", what: "paddle-python-sdk fixture (garbled h1 before the good one)",
+		secret:       "pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_WvRO0eL4Bj9rgYYIBZY6wZhG4EHy9jzh",
+		body:         "hello-world",
+		header:       []string{"Paddle-Signature", "ts=1696195954;h1=dummy;h1=d96299976a6eb066f484d7fde011ac56fc32b38fc9940bc419d6e537fdc6ef02"},
+		now:          time.Unix(1696195954, 0),
+		sig:          "d96299976a6eb066f484d7fde011ac56fc32b38fc9940bc419d6e537fdc6ef02",
+		signedHeader: "Paddle-Signature", signed: "ts=1696195954;h1=d96299976a6eb066f484d7fde011ac56fc32b38fc9940bc419d6e537fdc6ef02",
+	},
+	{
+		// github.com/PaddleHQ/paddle-python-sdk tests/Unit/Notification/test_Verifier.py
+		// (test_validate_payload_body_integrity, "Standard payload") with the
+		// body tests/Unit/Notification/_fixtures/standard_payload.json stripped
+		// of its final newline (the test strips it), commit
+		// 48c8cc04ecd5eb87b1861731bc56f7ec1abfe284.
+		provider: "paddle", what: "paddle-python-sdk standard payload fixture",
+		secret:       "pdl_ntfset_01hs0t3tw21j988db1pam5xg8m_GrOWLNef+vmtjJYq4mSnHNzvc8uWoJ1I",
+		body:         `{"data":{"id":"ctm_01hs0tqf76sxmp7ba5e4mw1sc8","name":"John Doe","email":"blackhole+verification2@paddle.com","locale":"en","status":"active","created_at":"2024-03-15T10:32:37.862Z","updated_at":"2024-03-15T10:32:37.862Z","custom_data":null,"import_meta":null,"marketing_consent":false},"event_id":"evt_01hs0tqfme2xwb2hvwv87p8y3w","event_type":"customer.created","occurred_at":"2024-03-15T10:32:38.286848Z","notification_id":"ntf_01hs0tqfrhgkyp39x4wyvy7h6n"}`,
+		header:       []string{"Paddle-Signature", "ts=1710498758;h1=558bf93944dbeb4790c7a8af6cb2ea435c8ca9c8396aafc1a4e37424ac132744"},
+		now:          time.Unix(1710498758, 0),
+		sig:          "558bf93944dbeb4790c7a8af6cb2ea435c8ca9c8396aafc1a4e37424ac132744",
+		signedHeader: "Paddle-Signature", signed: "ts=1710498758;h1=558bf93944dbeb4790c7a8af6cb2ea435c8ca9c8396aafc1a4e37424ac132744",
+	},
+	{
+		// As above, "Special characters payload": the body
+		// tests/Unit/Notification/_fixtures/special_chars_payload.json, whose
+		// name is written in \u escapes, signed as sent (escapes, not UTF-8).
+		provider: "paddle", what: "paddle-python-sdk special characters payload fixture",
+		secret:       "pdl_ntfset_01hs0t3tw21j988db1pam5xg8m_GrOWLNef+vmtjJYq4mSnHNzvc8uWoJ1I",
+		body:         `{"data":{"id":"ctm_01hs0t94g83hs5jdw282ztqa4z","name":"\u00dc\u00c4\u00c5\u00e5\u00d6\u00dc\u00c4\u00c5\u00e5\u00d6","email":"blackhole+verification1@paddle.com","locale":"en","status":"active","created_at":"2024-03-15T10:24:48.136Z","updated_at":"2024-03-15T10:24:48.136Z","custom_data":null,"import_meta":null,"marketing_consent":false},"event_id":"evt_01hs0t94tjvtv62azjmkbeysz7","event_type":"customer.created","occurred_at":"2024-03-15T10:24:48.466759Z","notification_id":"ntf_01hs0t94ws0ay8keh5t4rq70ht"}`,
+		header:       []string{"Paddle-Signature", "ts=1710498288;h1=38219b3ba1578184e625c29d201a27cd25bd69e2ec9c3ab87dcb90d87ff73a41"},
+		now:          time.Unix(1710498288, 0),
+		sig:          "38219b3ba1578184e625c29d201a27cd25bd69e2ec9c3ab87dcb90d87ff73a41",
+		signedHeader: "Paddle-Signature", signed: "ts=1710498288;h1=38219b3ba1578184e625c29d201a27cd25bd69e2ec9c3ab87dcb90d87ff73a41",
+	},
+	{
+		// github.com/square/square-python-sdk tests/integration/test_webhooks_helper.py
+		// (REQUEST_BODY, SIGNATURE_HEADER, SIGNATURE_KEY, NOTIFICATION_URL),
+		// commit 24302bac57d9227c905e9d14e83c1d39b27aece0.
+		provider: "square", what: "square-python-sdk webhooks helper fixture",
+		secret:       "Ibxx_5AKakO-3qeNVR61Dw",
+		body:         `{"merchant_id":"MLEFBHHSJGVHD","type":"webhooks.test_notification","event_id":"ac3ac95b-f97d-458c-a6e6-18981597e05f","created_at":"2022-07-13T20:30:59.037339943Z","data":{"type":"webhooks","id":"bc368e64-01aa-407e-b46e-3231809b1129"}}`,
+		settings:     map[string]any{"notification_url": "https://webhook.site/679a4f3a-dcfa-49ee-bac5-9d0edad886b9"},
+		header:       []string{"X-Square-Hmacsha256-Signature", "GF4YkrJgGBDZ9NIYbNXBnMzqb2HoL4RW/S6vkZ9/2N4="},
+		now:          providertest.Now,
+		sig:          "GF4YkrJgGBDZ9NIYbNXBnMzqb2HoL4RW/S6vkZ9/2N4=",
+		signedHeader: "X-Square-Hmacsha256-Signature", signed: "GF4YkrJgGBDZ9NIYbNXBnMzqb2HoL4RW/S6vkZ9/2N4=",
+	},
+	{
+		// As above (test_signature_validation_escaped_pass): a body with "<"
+		// and ">" signed as sent, unescaped. It has no event_id, which Verify
+		// does not need.
+		provider: "square", what: "square-python-sdk fixture (unescaped < and >)",
+		secret:       "signature-key",
+		body:         `{"data":{"type":"webhooks","id":">id<"}}`,
+		settings:     map[string]any{"notification_url": "https://webhook.site/webhooks"},
+		header:       []string{"X-Square-Hmacsha256-Signature", "Cxt7+aTi4rKgcA0bC4g9EHdVtLSDWdqccmL5MvihU4U="},
+		now:          providertest.Now,
+		sig:          "Cxt7+aTi4rKgcA0bC4g9EHdVtLSDWdqccmL5MvihU4U=",
+		signedHeader: "X-Square-Hmacsha256-Signature", signed: "Cxt7+aTi4rKgcA0bC4g9EHdVtLSDWdqccmL5MvihU4U=",
+	},
+	{
+		// github.com/Shopify/shopify-api-php tests/Webhooks/RegistryTest.php
+		// ($processHeaders, $processBody sent as json_encode, {"foo":"bar"})
+		// keyed with TEST_API_SECRET of tests/BaseTestCase.php, commit
+		// 3c41a5e1b3f92c840eab3085c44009493cc6dffc.
+		provider: "shopify", what: "shopify-api-php webhook registry fixture",
+		secret:       "7008c5f4da4718b9b45d26d3fcbbb157",
+		body:         `{"foo":"bar"}`,
+		header:       []string{"X-Shopify-Hmac-Sha256", "+R9TwYM4mbLTk3hEAOBkpA7zW2lc9vNFmVKs2u2jtyY="},
+		now:          providertest.Now,
+		sig:          "+R9TwYM4mbLTk3hEAOBkpA7zW2lc9vNFmVKs2u2jtyY=",
+		signedHeader: "X-Shopify-Hmac-Sha256", signed: "+R9TwYM4mbLTk3hEAOBkpA7zW2lc9vNFmVKs2u2jtyY=",
+	},
+	{
+		// github.com/Shopify/shopify_app test/shopify_app/controller_concerns/webhook_verification_test.rb
+		// ("authorized requests should be successful": config.secret "secret",
+		// params {foo: "anything"} posted form-encoded), commit
+		// e44a2919a185a7f457f1dd6e46f83f8d9c295e9d. The test's old_secret
+		// vector (XqRcjrSv57VACn6apEO9znyu/wkN1VC7QxdSPwK3Hzs=) is the same MAC
+		// under "old_secret".
+		provider: "shopify", what: "shopify_app webhook verification fixture (form body)",
+		secret:       "secret",
+		body:         "foo=anything",
+		form:         true,
+		header:       []string{"X-Shopify-Hmac-Sha256", "yCGX/RrK4fcuNtr3ztk5tQGsOBjcAzHpGLdMUrbV8yI="},
+		now:          providertest.Now,
+		sig:          "yCGX/RrK4fcuNtr3ztk5tQGsOBjcAzHpGLdMUrbV8yI=",
+		signedHeader: "X-Shopify-Hmac-Sha256", signed: "yCGX/RrK4fcuNtr3ztk5tQGsOBjcAzHpGLdMUrbV8yI=",
+	},
 }
 
 const monnifyHash = "f04fb635e04d71648bd3cc7999003da6861483342c856d05ddfa9b2dafacb873b0de1d0f8f67405d0010b4348b721c49fa171d317972618debba6b638aedcd3c"
@@ -304,6 +443,7 @@ func TestPublishedBodiesExact(t *testing.T) {
 	t.Parallel()
 	require.Len(t, easyPostEventBody, 3550)
 	require.Len(t, worldlineValidBody, 765)
+	require.Len(t, razorpayWebhookBody, 971)
 }
 
 var (
@@ -340,6 +480,51 @@ var (
     }
   }
 }`
+
+	// razorpayWebhookBody is razorpay-python's
+	// tests/mocks/fake_payment_authorized_webhook.json, byte for byte
+	// (two-space indents, "\n", final newline included).
+	razorpayWebhookBody = `{
+  "event": "payment.authorized",
+  "entity": "event",
+  "contains": [
+    "payment"
+  ],
+  "payload": {
+    "payment": {
+      "entity": {
+        "id": "pay_6koWN7bvxujzxM",
+        "entity": "payment",
+        "amount": 1000000,
+        "currency": "INR",
+        "status": "captured",
+        "order_id": "order_100000000order",
+        "international": false,
+        "method": "card",
+        "amount_refunded": 0,
+        "refund_status": null,
+        "captured": true,
+        "description": "random description",
+        "card_id": "card_6koWNAT6LASUqy",
+        "bank": null,
+        "wallet": null,
+        "vpa": null,
+        "email": "a@b.com",
+        "contact": "+919999999999",
+        "notes": {
+          "merchant_order_id": "random order id"
+        },
+        "fee": 23000,
+        "service_tax": 3000,
+        "error_code": null,
+        "error_description": null,
+        "created_at": 1479978483
+      }
+    }
+  },
+  "created_at": 1400826760
+}
+`
 
 	// easyPostEventBody is EasyPost's official/fixtures/event-body.json
 	// without its final newline, split for reading only.
