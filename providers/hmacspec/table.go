@@ -348,8 +348,9 @@ var Specs = []*Spec{
 		EventID: "json:messageId", EventType: "json:type", EventTime: "json:timestamp", TimeUnit: RFC3339,
 		Example: Example{Type: "track",
 			Body: `{"messageId":"${id}","type":"${type}","event":"Order Completed","userId":"42","timestamp":"2026-11-30T12:00:00.000Z","properties":{"total":20,"currency":"USD"},"context":{"library":{"name":"analytics.js"}}}`},
-		Docs:    "https://segment.com/docs/connections/destinations/catalog/actions-webhook/",
-		Retries: "⚠ retried for up to 4 hours",
+		Docs:        "https://segment.com/docs/connections/destinations/catalog/actions-webhook/",
+		Retries:     "⚠ retried for up to 4 hours",
+		Unconfirmed: "batched deliveries: Segment's webhook destination in batch mode sends an array of events but signs only the first (its sender's code, @segment/action-destinations 3.497.0); hookline verifies the whole body, so batch mode must stay off",
 	},
 	{
 		Name: "sentry", Title: "Sentry (integration platform)",
