@@ -250,14 +250,17 @@ func TestConcurrentDuplicates(t *testing.T) {
 			// 100 concurrent deliveries of one event. The row lock serialises
 			// their transactions, and on a loaded machine some wait past the
 			// commit bound (503): like a provider, send those again, in waves
-			// (each after the previous one has ended), until none is left.
+			// (each after the previous one has ended, and after a pause that
+			// grows like a provider's backoff), until none is left.
 			var mu sync.Mutex
 			statuses := map[string]int{}
 			var retried int64 // requests sent again after a 503
 			pending := 100
-			for wave := 0; pending > 0 && wave < 10; wave++ {
+			const waves = 20
+			for wave := 0; pending > 0 && wave < waves; wave++ {
 				if wave > 0 {
 					retried += int64(pending)
+					<-time.After(min(time.Duration(wave)*100*time.Millisecond, time.Second))
 				}
 				unavailable := 0
 				var wg sync.WaitGroup
@@ -282,7 +285,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 				wg.Wait()
 				pending = unavailable
 			}
-			require.Zero(t, pending, "deliveries still answered 503 after 10 waves: %v", statuses)
+			require.Zero(t, pending, "deliveries still answered 503 after %d waves: %v", waves, statuses)
 			// A request answered 503 may still have committed (the commit
 			// bound ran out while COMMIT was on its way): its retry is then a
 			// duplicate receipt. Without retries the counts are exact.

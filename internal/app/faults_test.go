@@ -482,6 +482,21 @@ func postmasterPID(t *testing.T, c *pgcluster.Cluster) int {
 	return pid
 }
 
+// waitStopped waits until process pid is stopped (state T in /proc), or
+// gone.
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true // exited
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		f := strings.Fields(string(b)[i+1:])
+		return len(f) > 0 && (f[0] == "T" || f[0] == "t" || f[0] == "Z")
+	}, 5*time.Second, time.Millisecond, "process %d did not stop", pid)
+}
+
 // childrenOf lists the pids whose parent is pid (from /proc).
 func childrenOf(pid int) []int {
 	var out []int
@@ -518,12 +533,34 @@ func TestPostgresFrozen(t *testing.T) {
 	require.Equal(t, http.StatusOK, postEvent(testClient, p.BaseURL(), "s", "evt_warm", stripeSecret).Status)
 
 	// The postmaster first (no new backends), then every child: backends
-	// call setsid(), so a process-group signal would miss them.
+	// call setsid(), so a process-group signal would miss them. SIGSTOP
+	// takes effect when the process is next scheduled, not when kill
+	// returns: wait until the postmaster is stopped before listing its
+	// children (it could still fork one), and list them until no new one
+	// appears.
 	pid := postmasterPID(t, cluster)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
-	frozen := append([]int{pid}, childrenOf(pid)...)
-	for _, c := range frozen[1:] {
-		_ = syscall.Kill(c, syscall.SIGSTOP)
+	waitStopped(t, pid)
+	frozen := []int{pid}
+	seen := map[int]bool{}
+	for {
+		var fresh []int
+		for _, c := range childrenOf(pid) {
+			if !seen[c] {
+				seen[c] = true
+				fresh = append(fresh, c)
+			}
+		}
+		if len(fresh) == 0 {
+			break
+		}
+		for _, c := range fresh {
+			_ = syscall.Kill(c, syscall.SIGSTOP)
+		}
+		for _, c := range fresh {
+			waitStopped(t, c)
+		}
+		frozen = append(frozen, fresh...)
 	}
 	resumed := false
 	resume := func() {
