@@ -59,26 +59,38 @@ const (
 	Hex Encoding = iota
 	// Base64 is standard, padded base64 (base64.StdEncoding).
 	Base64
+	// Base64URL is URL-safe base64 without padding (base64.RawURLEncoding),
+	// as Sanity writes its signatures.
+	Base64URL
 )
 
-// String returns "hex" or "base64".
+// String returns "hex", "base64" or "base64url".
 func (e Encoding) String() string {
-	if e == Base64 {
+	switch e {
+	case Base64:
 		return "base64"
+	case Base64URL:
+		return "base64url"
 	}
 	return "hex"
 }
 
 func (e Encoding) encode(b []byte) string {
-	if e == Base64 {
+	switch e {
+	case Base64:
 		return base64.StdEncoding.EncodeToString(b)
+	case Base64URL:
+		return base64.RawURLEncoding.EncodeToString(b)
 	}
 	return hex.EncodeToString(b)
 }
 
 func (e Encoding) decode(s string) ([]byte, error) {
-	if e == Base64 {
+	switch e {
+	case Base64:
 		return base64.StdEncoding.DecodeString(s)
+	case Base64URL:
+		return base64.RawURLEncoding.Strict().DecodeString(s)
 	}
 	return hex.DecodeString(s)
 }

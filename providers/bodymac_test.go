@@ -151,11 +151,13 @@ func FuzzBodyMACParse(f *testing.F) {
 	f.Add(" " + strings.ToUpper(vectorHex))
 	f.Add("v1=00, v1=" + vectorHex + "\tzz")
 	f.Add("i7jm1dmiIqGhCBJIhxHn/jBP6s7Ht4WIA9m9yZ13dzw=")
+	f.Add("i7jm1dmiIqGhCBJIhxHn_jBP6s7Ht4WIA9m9yZ13dzw")
 	schemes := []providers.BodyMAC{
 		{Header: "X", Strict: true},
 		{Header: "X", Prefix: "sha256="},
 		{Header: "X", Encoding: providers.Base64, Strict: true},
 		{Header: "X", Encoding: providers.Base64, Hash: crypto.SHA512},
+		{Header: "X", Encoding: providers.Base64URL, Strict: true},
 		{Header: "X", Prefix: "v1=", Hash: crypto.SHA1, Several: true},
 	}
 	f.Fuzz(func(t *testing.T, value string) {
@@ -175,8 +177,11 @@ func FuzzBodyMACParse(f *testing.F) {
 			}
 			if err == nil && m.Strict {
 				enc := hex.EncodeToString(sigs[0])
-				if m.Encoding == providers.Base64 {
+				switch m.Encoding {
+				case providers.Base64:
 					enc = base64.StdEncoding.EncodeToString(sigs[0])
+				case providers.Base64URL:
+					enc = base64.RawURLEncoding.EncodeToString(sigs[0])
 				}
 				if m.Prefix+enc != value {
 					t.Fatalf("%+v: read %q, which Sign would not write", m, value)

@@ -216,8 +216,11 @@ func nextField(value string) (field, rest string) {
 
 // encode writes a MAC with the prefix.
 func (s *Spec) encode(mac []byte) string {
-	if s.Encoding == providers.Base64 {
+	switch s.Encoding {
+	case providers.Base64:
 		return s.Prefix + base64.StdEncoding.EncodeToString(mac)
+	case providers.Base64URL:
+		return s.Prefix + base64.RawURLEncoding.EncodeToString(mac)
 	}
 	return s.Prefix + hex.EncodeToString(mac)
 }

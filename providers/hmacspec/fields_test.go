@@ -1,6 +1,8 @@
 package hmacspec
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -43,12 +45,18 @@ func FuzzNextField(f *testing.F) {
 func decodeReference(s *Spec, enc string) []byte {
 	var sig []byte
 	var err error
-	if s.Encoding == providers.Base64 {
+	switch s.Encoding {
+	case providers.Base64:
 		if strings.ContainsAny(enc, "\r\n") {
 			return nil
 		}
 		sig, err = base64.StdEncoding.Strict().DecodeString(enc)
-	} else {
+	case providers.Base64URL:
+		if strings.ContainsAny(enc, "\r\n") {
+			return nil
+		}
+		sig, err = base64.RawURLEncoding.Strict().DecodeString(enc)
+	default:
 		if !s.AnyCase && strings.ContainsAny(enc, "ABCDEF") {
 			return nil
 		}
@@ -69,8 +77,14 @@ func FuzzDecodeInto(f *testing.F) {
 		"", "00", strings.Repeat("ab", 32), strings.Repeat("AB", 32), strings.Repeat("ab", 20), strings.Repeat("ab", 64),
 		"XSFmp8q/3ZNeW9c+JwLl2PoQJ2iQMnrshVZpz60Pz8w=", "XSFmp8q/3ZNeW9c+JwLl2PoQJ2iQMnrshVZpz60Pz8x=",
 		"XSFmp8q/3ZNeW9c+JwLl2PoQJ2iQ\nMnrshVZpz60Pz8w=", strings.Repeat("\xff", 44),
+		"XSFmp8q_3ZNeW9c-JwLl2PoQJ2iQMnrshVZpz60Pz8w", "XSFmp8q_3ZNeW9c-JwLl2PoQJ2iQMnrshVZpz60Pz8x",
 	} {
 		f.Add(uint8(0), seed)
+		for i, s := range Specs {
+			if s.Encoding != providers.Hex && i < 256 {
+				f.Add(uint8(i), seed) // the base64 readers too
+			}
+		}
 	}
 	f.Fuzz(func(t *testing.T, which uint8, enc string) {
 		s := Specs[int(which)%len(Specs)]
@@ -99,5 +113,30 @@ func TestSignatureCap(t *testing.T) {
 	}
 	if _, _, err := revolut.ParseHeader(strings.Repeat(sig+",", MaxSignatures+1)); !errors.Is(err, providers.ErrInvalidSignature) {
 		t.Fatalf("%d signatures: %v", MaxSignatures+1, err)
+	}
+}
+
+// TestBase64URL: a Base64URL entry (Sanity) reads and writes URL-safe
+// base64 without padding, and does not read the standard alphabet or the
+// padded form of the same MAC.
+func TestBase64URL(t *testing.T) {
+	s, _ := Lookup("sanity")
+	if s.Encoding != providers.Base64URL {
+		t.Fatal("sanity: want Base64URL")
+	}
+	mac := bytes.Repeat([]byte{0xfb, 0xff, 0xbf}, 11)[:sha256.Size] // '-' and '_' in base64url
+	enc := base64.RawURLEncoding.EncodeToString(mac)
+	var tmp []byte
+	got := make([]byte, sha256.Size)
+	if !s.decodeInto(got, enc, &tmp) || !bytes.Equal(got, mac) {
+		t.Fatalf("%q: not read as %x", enc, mac)
+	}
+	if s.encode(mac) != s.Prefix+enc {
+		t.Fatalf("encode: %q, want %q", s.encode(mac), s.Prefix+enc)
+	}
+	for _, other := range []string{base64.URLEncoding.EncodeToString(mac), base64.RawStdEncoding.EncodeToString(mac), base64.StdEncoding.EncodeToString(mac)} {
+		if s.decodeInto(got, other, &tmp) {
+			t.Fatalf("%q is read", other)
+		}
 	}
 }

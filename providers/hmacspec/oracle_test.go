@@ -51,6 +51,9 @@ var formulas = map[string]func(i in) []string{
 	"bitbucket": func(i in) []string {
 		return []string{"X-Hub-Signature", "sha256=" + hx(mac(sha256.New, i.key, i.body))}
 	},
+	"box": func(i in) []string {
+		return []string{"BOX-DELIVERY-TIMESTAMP", i.rfc, "BOX-SIGNATURE-PRIMARY", b64(mac(sha256.New, i.key, i.body+i.rfc))}
+	},
 	"calcom": func(i in) []string { return []string{"X-Cal-Signature-256", hx(mac(sha256.New, i.key, i.body))} },
 	"calendly": func(i in) []string {
 		return []string{"Calendly-Webhook-Signature", "t=" + i.sec + ",v1=" + hx(mac(sha256.New, i.key, i.sec+"."+i.body))}
@@ -70,6 +73,9 @@ var formulas = map[string]func(i in) []string{
 	"easypost": func(i in) []string {
 		return []string{"X-Hmac-Signature", "hmac-sha256-hex=" + hx(mac(sha256.New, i.key, i.body))}
 	},
+	"elevenlabs": func(i in) []string {
+		return []string{"ElevenLabs-Signature", "t=" + i.sec + ",v0=" + hx(mac(sha256.New, i.key, i.sec+"."+i.body))}
+	},
 	"flutterwave": func(i in) []string { return []string{"verif-hash", i.key} },
 	"gitlab":      func(i in) []string { return []string{"X-Gitlab-Token", i.key} },
 	"gusto":       func(i in) []string { return []string{"X-Gusto-Signature", hx(mac(sha256.New, i.key, i.body))} },
@@ -77,11 +83,13 @@ var formulas = map[string]func(i in) []string{
 		return []string{"X-HubSpot-Request-Timestamp", i.ms, "X-HubSpot-Signature-v3", b64(mac(sha256.New, i.key, "POST"+i.url+i.body+i.ms))}
 	},
 	"intercom": func(i in) []string { return []string{"X-Hub-Signature", "sha1=" + hx(mac(sha1.New, i.key, i.body))} },
+	"line":     func(i in) []string { return []string{"x-line-signature", b64(mac(sha256.New, i.key, i.body))} },
 	"linear":   func(i in) []string { return []string{"Linear-Signature", hx(mac(sha256.New, i.key, i.body))} },
 	"maxio": func(i in) []string {
 		return []string{"X-Chargify-Webhook-Signature-Hmac-Sha-256", hx(mac(sha256.New, i.key, i.body))}
 	},
-	"monnify": func(i in) []string { return []string{"monnify-signature", hx(mac(sha512.New, i.key, i.body))} },
+	"moderntreasury": func(i in) []string { return []string{"X-Signature", hx(mac(sha256.New, i.key, i.body))} },
+	"monnify":        func(i in) []string { return []string{"monnify-signature", hx(mac(sha512.New, i.key, i.body))} },
 	"mux": func(i in) []string {
 		return []string{"Mux-Signature", "t=" + i.sec + ",v1=" + hx(mac(sha256.New, i.key, i.sec+"."+i.body))}
 	},
@@ -106,15 +114,21 @@ var formulas = map[string]func(i in) []string{
 	"printify": func(i in) []string {
 		return []string{"X-Pfy-Signature", "sha256=" + hx(mac(sha256.New, i.key, i.body))}
 	},
+	"pusher": func(i in) []string { return []string{"X-Pusher-Signature", hx(mac(sha256.New, i.key, i.body))} },
 	"recurly": func(i in) []string {
 		return []string{"recurly-signature", i.ms + "," + hx(mac(sha256.New, i.key, i.ms+"."+i.body))}
 	},
 	"revolut": func(i in) []string {
 		return []string{"Revolut-Request-Timestamp", i.ms, "Revolut-Signature", "v1=" + hx(mac(sha256.New, i.key, "v1."+i.ms+"."+i.body))}
 	},
-	"segment":  func(i in) []string { return []string{"X-Signature", hx(mac(sha1.New, i.key, i.body))} },
-	"sentry":   func(i in) []string { return []string{"Sentry-Hook-Signature", hx(mac(sha256.New, i.key, i.body))} },
-	"telegram": func(i in) []string { return []string{"X-Telegram-Bot-Api-Secret-Token", i.key} },
+	"sanity": func(i in) []string {
+		sig := base64.RawURLEncoding.EncodeToString(mac(sha256.New, i.key, i.ms+"."+i.body))
+		return []string{"sanity-webhook-signature", "t=" + i.ms + ",v1=" + sig}
+	},
+	"segment":    func(i in) []string { return []string{"X-Signature", hx(mac(sha1.New, i.key, i.body))} },
+	"sentry":     func(i in) []string { return []string{"Sentry-Hook-Signature", hx(mac(sha256.New, i.key, i.body))} },
+	"streamchat": func(i in) []string { return []string{"X-Signature", hx(mac(sha256.New, i.key, i.body))} },
+	"telegram":   func(i in) []string { return []string{"X-Telegram-Bot-Api-Secret-Token", i.key} },
 	"teller": func(i in) []string {
 		return []string{"Teller-Signature", "t=" + i.sec + ",v1=" + hx(mac(sha256.New, i.key, i.sec+"."+i.body))}
 	},

@@ -13,6 +13,10 @@ import (
 // unused bits of the last character zero.
 var strictBase64 = base64.StdEncoding.Strict()
 
+// strictBase64URL reads URL-safe, unpadded base64 (Sanity), the unused
+// bits of the last character zero.
+var strictBase64URL = base64.RawURLEncoding.Strict()
+
 // sigSet holds the decoded signatures of one delivery, at most
 // MaxSignatures, in fixed storage: parsing a header into a pooled sigSet
 // allocates nothing.
@@ -50,20 +54,24 @@ func (set *sigSet) add(s *Spec, field string) bool {
 // decodeInto decodes enc, one encoded MAC without its prefix, into dst
 // (len(dst) is the MAC's size; nil: only check that it decodes). Hex is
 // read in lower case only, as senders write it, unless the provider writes
-// upper case (AnyCase); base64 only in its canonical, padded form, without
-// line breaks. tmp is scratch space.
+// upper case (AnyCase); base64 only in its canonical form (padded, or for
+// Base64URL unpadded), without line breaks. tmp is scratch space.
 func (s *Spec) decodeInto(dst []byte, enc string, tmp *[]byte) bool {
 	size := s.hash().Size()
 	var out [sha512.Size + 3]byte
 	if dst == nil {
 		dst = out[:size]
 	}
-	if s.Encoding == providers.Base64 {
-		if len(enc) != base64.StdEncoding.EncodedLen(size) || strings.ContainsAny(enc, "\r\n") {
+	if s.Encoding == providers.Base64 || s.Encoding == providers.Base64URL {
+		b64 := strictBase64
+		if s.Encoding == providers.Base64URL {
+			b64 = strictBase64URL
+		}
+		if len(enc) != b64.EncodedLen(size) || strings.ContainsAny(enc, "\r\n") {
 			return false
 		}
 		*tmp = append((*tmp)[:0], enc...)
-		n, err := strictBase64.Decode(out[:], *tmp)
+		n, err := b64.Decode(out[:], *tmp)
 		if err != nil || n != size {
 			return false
 		}

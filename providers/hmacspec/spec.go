@@ -95,8 +95,9 @@ type Spec struct {
 	ExtraHeaders []string
 	// Hash is the HMAC's hash: crypto.SHA1, SHA256 (zero means SHA256) or SHA512.
 	Hash crypto.Hash
-	// Encoding is how a MAC is written: providers.Hex (either case is
-	// read) or providers.Base64 (standard, padded).
+	// Encoding is how a MAC is written: providers.Hex (lower case; see
+	// AnyCase), providers.Base64 (standard, padded) or providers.Base64URL
+	// (URL-safe, unpadded).
 	Encoding providers.Encoding
 	// AnyCase: hex is read in either case (Authorize.net writes upper
 	// case); otherwise only as written by the sender, in lower case.

@@ -2,7 +2,7 @@
 // (the scheme of providers/standardwebhooks, often through Svix) under
 // their own names, each with its own default event type, event time and
 // secret format: Clerk, Resend, Brex, Lithic, Polar, OpenAI, Replicate,
-// Dodo Payments and Make. Verification is standardwebhooks.Verifier's,
+// Dodo Payments, Make, Increase and Liveblocks. Verification is standardwebhooks.Verifier's,
 // unchanged: webhook-id / webhook-timestamp / webhook-signature (or the
 // svix-* trio), "<id>.<timestamp>.<raw body>" under HMAC-SHA256, ±5
 // minutes. The event id is the webhook-id header, which the signature
@@ -51,6 +51,12 @@ var Senders = []*Sender{
 	{Name: "dodopayments", Title: "Dodo Payments", EventType: "json:type", EventTime: "json:timestamp",
 		ExampleType: "payment.succeeded", ExampleBody: `{"business_id":"bus_hookline","type":"${type}","timestamp":"2026-11-30T12:00:00Z","data":{"payload_type":"Payment","payment_id":"pay_2IjeQm4hqU6RA4Z4kwDee","total_amount":2000,"currency":"USD","status":"succeeded"}}`,
 		Docs: "https://docs.dodopayments.com/developer-resources/webhooks", Retries: "⚠ retried with exponential backoff"},
+	{Name: "increase", Title: "Increase", EventType: "json:category", EventTime: "json:created_at", RawSecret: true,
+		ExampleType: "transaction.created", ExampleBody: `{"id":"event_001dzz0r20rzr4zrhrr1364hy80","associated_object_id":"transaction_uyrp7fld2ium70oa7oi","associated_object_type":"transaction","category":"${type}","created_at":"2026-11-30T12:00:00Z","type":"event"}`,
+		Docs: "https://increase.com/documentation/webhooks", Retries: "⚠ retried with backoff"},
+	{Name: "liveblocks", Title: "Liveblocks", EventType: "json:type",
+		ExampleType: "storageUpdated", ExampleBody: `{"type":"${type}","data":{"roomId":"hookline-room","projectId":"605a50b01a36d5ea7a2e9104","updatedAt":"2026-11-30T12:00:00.000Z"}}`,
+		Docs: "https://liveblocks.io/docs/platform/webhooks", Retries: "⚠ retried with backoff (Svix schedule: about 28 hours)"},
 	{Name: "lithic", Title: "Lithic", EventType: "json:event_type", EventTime: "json:created",
 		ExampleType: "card_transaction.updated", ExampleBody: `{"token":"e07a3a82-0d0c-4d3f-9f6e-4b5d6c7e8f90","event_type":"${type}","created":"2026-11-30T12:00:00Z","payload":{"token":"764fa5a3-2371-40f0-8cbb-9a2e1230d955","status":"SETTLED","amount":2000}}`,
 		Docs: "https://docs.lithic.com/docs/events-api", Retries: "Svix schedule: up to about 28 hours"},

@@ -684,6 +684,242 @@ const json = (ct = 'application/json') => ({ 'Content-Type': ct });
   });
 }
 
+// --- Box: the SDK verifies (WebhooksManager.validateMessage, which also
+// requires box-signature-version 1, box-signature-algorithm HmacSHA256 and
+// a delivery timestamp no older than 10 minutes and not in the future).
+// Box signs the body followed by the timestamp, once with the primary key
+// (box-signature-primary) and once with the secondary one
+// (box-signature-secondary); a vector is recorded for each key.
+{
+  const { WebhooksManager } = require('box-typescript-sdk-gen/managers/webhooks.generated');
+  const primary = 'hookline-box-primary-signature-key';
+  const secondary = 'hookline-box-secondary-signature-key';
+  const ts = new Date(TMS).toISOString().replace('.000Z', 'Z');
+  const body = '{"type":"webhook_event","id":"c8ad1b5e-6a5c-4b7e-9b1a-0c1d2e3f4a5b","created_at":"2026-11-30T04:00:00-08:00","trigger":"FILE.UPLOADED","webhook":{"id":"4165","type":"webhook"},"created_by":{"type":"user","id":"2030392","name":"Jon","login":"jon@example.com"},"source":{"id":"1290810935","type":"file","name":"report.pdf","parent":{"type":"folder","id":"134597453"}}}';
+  const headers = {
+    ...json(),
+    'box-delivery-id': '673a081b-bb4b-4d45-b4f1-4131a29c1d07',
+    'box-delivery-timestamp': ts,
+    'box-signature-version': '1',
+    'box-signature-algorithm': 'HmacSHA256',
+    'box-signature-primary': hmac('sha256', primary, body + ts, 'base64'),
+    'box-signature-secondary': hmac('sha256', secondary, body + ts, 'base64'),
+  };
+  const common = {
+    provider: 'box',
+    pkg: 'box-typescript-sdk-gen',
+    fn: 'WebhooksManager.validateMessage',
+    direction: 'sdk-verifies',
+    headers,
+    body,
+  };
+  await add({
+    ...common,
+    secret: primary,
+    signatureHeaders: ['box-signature-primary', 'box-delivery-timestamp'],
+    verify: (v) => WebhooksManager.validateMessage(v.body, v.headers, primary, { secondaryKey: secondary }),
+  });
+  // The SDK is given only the secondary key (the primary is another
+  // one): the secondary signature alone carries the delivery.
+  await add({
+    ...common,
+    variant: 'secondary-key',
+    secret: secondary,
+    signSkip: "hookline's Signer writes box-signature-primary only",
+    verify: (v) => WebhooksManager.validateMessage(v.body, v.headers, 'not-the-primary-key', { secondaryKey: secondary }),
+  });
+}
+
+// --- ElevenLabs: the SDK verifies (webhooks.constructEvent, which refuses
+// a timestamp older than 30 minutes).
+{
+  const { ElevenLabsClient } = require('@elevenlabs/elevenlabs-js');
+  const client = new ElevenLabsClient({ apiKey: 'hookline-elevenlabs-api-key' });
+  const secret = 'wsec_hookline_elevenlabs_webhook_secret';
+  const body = `{"type":"post_call_transcription","event_timestamp":${T},"data":{"agent_id":"agent_7101k5zvyjhmfg983brhmhkd98n6","conversation_id":"conv_0201k5zw2f4bfx0tv8yq1r5e2m3s","status":"done","transcript":[{"role":"agent","message":"Hello, how can I help?","time_in_call_secs":0}],"metadata":{"start_time_unix_secs":${T - 60},"call_duration_secs":58}}}`;
+  await add({
+    provider: 'elevenlabs',
+    pkg: '@elevenlabs/elevenlabs-js',
+    fn: 'client.webhooks.constructEvent',
+    direction: 'sdk-verifies',
+    secret,
+    headers: { ...json(), 'ElevenLabs-Signature': `t=${T},v0=${hmac('sha256', secret, `${T}.${body}`, 'hex')}` },
+    body,
+    signatureHeaders: ['ElevenLabs-Signature'],
+    verify: (v) => client.webhooks.constructEvent(v.body, v.headers['ElevenLabs-Signature'], secret),
+  });
+}
+
+// --- LINE Messaging API: the SDK verifies (validateSignature, which the
+// SDK's middleware runs on x-line-signature).
+{
+  const { validateSignature } = await import('@line/bot-sdk');
+  const secret = 'hookline0line0channel0secret0000';
+  const body = `{"destination":"U1a5c4d35e8cb0c3e7a7b55a8a3c7f0b2","events":[{"type":"message","message":{"type":"text","id":"468789577898262530","quoteToken":"q3Plxr4AgKd","text":"Hello"},"webhookEventId":"01JDZ4B4X9V5T2Q8K6M3N7P1R0","deliveryContext":{"isRedelivery":false},"timestamp":${TMS},"source":{"type":"user","userId":"U4af4980629a5bd0b1a8b9b2bb5a1b2c3"},"replyToken":"b60d432864f44d079f6d8efe86cf404b","mode":"active"}]}`;
+  await add({
+    provider: 'line',
+    pkg: '@line/bot-sdk',
+    fn: 'validateSignature',
+    direction: 'sdk-verifies',
+    secret,
+    headers: { ...json(), 'x-line-signature': hmac('sha256', secret, body, 'base64') },
+    body,
+    signatureHeaders: ['x-line-signature'],
+    verify: (v) => validateSignature(v.body, secret, v.headers['x-line-signature']),
+  });
+}
+
+// --- Modern Treasury: the SDK signs (webhooks.getSignature) and verifies
+// (webhooks.validateSignature).
+{
+  const mt = require('modern-treasury');
+  const ModernTreasury = mt.default || mt.ModernTreasury || mt;
+  const secret = 'hookline-modern-treasury-webhook-key';
+  const client = new ModernTreasury({ apiKey: 'hookline-api-key', organizationID: 'hookline-org', webhookKey: secret });
+  const body = '{"event":"completed","data":{"id":"e7d6a6b2-3c1f-4e4b-9a1d-5f0c2b8e7a10","object":"payment_order","type":"ach","amount":2000,"direction":"credit","currency":"USD","status":"completed","live_mode":false,"created_at":"2026-11-30T12:00:00Z","updated_at":"2026-11-30T12:00:00Z"}}';
+  await add({
+    provider: 'moderntreasury',
+    pkg: 'modern-treasury',
+    fn: 'webhooks.getSignature + webhooks.validateSignature',
+    direction: 'sdk-signs',
+    secret,
+    headers: {
+      ...json(),
+      'X-Signature': client.webhooks.getSignature(body),
+      'X-Webhook-ID': '2a9a4e3c-0b1d-4f5e-8c7b-6d5e4f3a2b10',
+      'X-Topic': 'payment_order',
+      'X-Live-Mode': 'false',
+    },
+    body,
+    signatureHeaders: ['X-Signature'],
+    verify: (v) => client.webhooks.validateSignature(v.body, { 'X-Signature': v.headers['X-Signature'] }),
+  });
+}
+
+// --- Pusher Channels: the SDK signs (the app token's sign, which its
+// webhook check compares with) and verifies (pusher.webhook(...).isValid,
+// which also requires the app key in x-pusher-key and a JSON content type).
+{
+  const Pusher = require('pusher');
+  const key = '278d425bdf160c739803';
+  const secret = 'hookline0pusher0app0secret0';
+  const pusher = new Pusher({ appId: '1904112', key, secret, cluster: 'mt1' });
+  const body = `{"time_ms":${TMS},"events":[{"name":"channel_occupied","channel":"private-hookline-42"}]}`;
+  await add({
+    provider: 'pusher',
+    pkg: 'pusher',
+    fn: 'config.token.sign + webhook(request).isValid',
+    direction: 'sdk-signs',
+    secret,
+    headers: { 'content-type': 'application/json', 'x-pusher-key': key, 'x-pusher-signature': pusher.config.token.sign(body) },
+    body,
+    signatureHeaders: ['x-pusher-signature'],
+    verify: (v) => pusher.webhook({ headers: v.headers, rawBody: v.body }).isValid(),
+  });
+}
+
+// --- Sanity: the SDK signs (encodeSignatureHeader) and verifies
+// (isValidSignature). The signature is URL-safe base64 without padding, the
+// timestamp milliseconds; the SDK checks no age.
+{
+  const { encodeSignatureHeader, isValidSignature } = require('@sanity/webhook');
+  const secret = 'hookline-sanity-webhook-secret';
+  const body = '{"_id":"post-hookline","_type":"post","_rev":"Jl2kqD9tQk3x7Jm5yVv3Ab","title":"Webhooks with hookline","slug":{"_type":"slug","current":"webhooks-with-hookline"},"publishedAt":"2026-11-30T12:00:00Z","version":2}';
+  await add({
+    provider: 'sanity',
+    pkg: '@sanity/webhook',
+    fn: 'encodeSignatureHeader + isValidSignature',
+    direction: 'sdk-signs',
+    secret,
+    headers: {
+      ...json(),
+      'sanity-webhook-signature': await encodeSignatureHeader(body, TMS, secret),
+      'idempotency-key': 'idem-5c0a2b1d-7e3f-4a9b-8c6d-1f2e3a4b5c6d',
+      'sanity-operation': 'update',
+      'sanity-transaction-time': ISO,
+      'sanity-document-id': 'post-hookline',
+      'sanity-project-id': '3do82whm',
+      'sanity-dataset': 'production',
+    },
+    body,
+    signatureHeaders: ['sanity-webhook-signature'],
+    verify: (v) => isValidSignature(v.body, v.headers['sanity-webhook-signature'], secret),
+  });
+}
+
+// --- Stream (Chat): the SDK verifies (StreamChat.verifyWebhook, the
+// server client's check of X-Signature with the app's API secret).
+{
+  const { StreamChat } = require('stream-chat');
+  const secret = 'hookline0stream0api0secret0000000000000000000000000000000000000000';
+  const client = new StreamChat('mmhfdzb5evj2', secret);
+  const body = '{"type":"message.new","cid":"messaging:hookline","channel_id":"hookline","channel_type":"messaging","message":{"id":"a7f3e2b1-4c5d-4e6f-8a9b-0c1d2e3f4a5b","text":"Hello","type":"regular","user":{"id":"jon"},"created_at":"2026-11-30T12:00:00.000000Z"},"user":{"id":"jon"},"watcher_count":1,"created_at":"2026-11-30T12:00:00.000000Z"}';
+  await add({
+    provider: 'streamchat',
+    pkg: 'stream-chat',
+    fn: 'StreamChat.verifyWebhook',
+    direction: 'sdk-verifies',
+    secret,
+    headers: {
+      ...json(),
+      'X-Signature': hmac('sha256', secret, body, 'hex'),
+      'X-Webhook-Id': '9b0c8d7e-6f5a-4b3c-2d1e-0f9a8b7c6d5e',
+      'X-Webhook-Attempt': '1',
+      'X-Api-Key': 'mmhfdzb5evj2',
+    },
+    body,
+    signatureHeaders: ['X-Signature'],
+    verify: (v) => client.verifyWebhook(v.body, v.headers['X-Signature']),
+  });
+}
+
+// --- Increase: the SDK verifies (events.unwrap with headers, which checks
+// the Standard Webhooks signature and time with the webhook secret's text
+// as the key: it passes 'whsec_' + base64(secret) to the standardwebhooks
+// library).
+{
+  const inc = require('increase');
+  const Increase = inc.default || inc.Increase || inc;
+  const secret = 'hookline-increase-webhook-secret';
+  const client = new Increase({ apiKey: 'hookline-api-key', webhookSecret: secret });
+  const id = 'msg_2xXincreaseSdkVector01';
+  const body = `{"id":"event_001dzz0r20rzr4zrhrr1364hy80","associated_object_id":"transaction_uyrp7fld2ium70oa7oi","associated_object_type":"transaction","category":"transaction.created","created_at":"${ISO}","type":"event"}`;
+  const sig = 'v1,' + hmac('sha256', Buffer.from(secret, 'utf8'), `${id}.${T}.${body}`, 'base64');
+  await add({
+    provider: 'increase',
+    pkg: 'increase',
+    fn: 'events.unwrap(body, {headers, key})',
+    direction: 'sdk-verifies',
+    secret,
+    headers: { ...json(), 'webhook-id': id, 'webhook-timestamp': String(T), 'webhook-signature': sig },
+    body,
+    signatureHeaders: ['webhook-signature', 'webhook-timestamp'],
+    verify: (v) => client.events.unwrap(v.body, { headers: v.headers, key: secret }),
+  });
+}
+
+// --- Liveblocks: the SDK verifies (WebhookHandler.verifyRequest: Standard
+// Webhooks with a whsec_ secret, ±5 minutes, and a known event type).
+{
+  const { WebhookHandler } = require('@liveblocks/node');
+  const secret = 'whsec_' + Buffer.from('hookline liveblocks webhook secret 1').toString('base64');
+  const handler = new WebhookHandler(secret);
+  const id = 'msg_2xXliveblocksSdkVector1';
+  const body = `{"type":"storageUpdated","data":{"roomId":"hookline-room","projectId":"605a50b01a36d5ea7a2e9104","updatedAt":"${ISO}","version":2}}`;
+  const sig = 'v1,' + hmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64'), `${id}.${T}.${body}`, 'base64');
+  await add({
+    provider: 'liveblocks',
+    pkg: '@liveblocks/node',
+    fn: 'WebhookHandler.verifyRequest',
+    direction: 'sdk-verifies',
+    secret,
+    headers: { ...json(), 'webhook-id': id, 'webhook-timestamp': String(T), 'webhook-signature': sig },
+    body,
+    signatureHeaders: ['webhook-signature', 'webhook-timestamp'],
+    verify: (v) => handler.verifyRequest({ headers: v.headers, rawBody: v.body }),
+  });
+}
+
 if (failures.length) {
   for (const f of failures) console.error('FAIL', f);
   console.error(`${failures.length} failure(s): vectors.json not written`);
