@@ -98,20 +98,7 @@ func TestGroupCommitMatchesPerEvent(t *testing.T) {
 	require.Equal(t, []string{fmt.Sprint("completed ", events)}, batched.jobs)
 	require.True(t, slices.Contains(batched.log, "evt_gc_000 1 500") && slices.Contains(batched.log, "evt_gc_000 2 200"), batched.log[:4])
 
-	shared := map[string]bool{}
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != "hookline_worker_batch_size" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			h := m.GetHistogram()
-			one := h.GetBucket()[0] // le=1
-			require.Equal(t, 1.0, one.GetUpperBound())
-			shared[m.GetLabel()[0].GetValue()] = h.GetSampleCount() > one.GetCumulativeCount()
-		}
-	}
+	shared := sharedBatches(t, reg)
 	require.True(t, shared["claim"] || shared["complete"], "no claim or completion batch held more than one job: %v", shared)
 }
 
@@ -180,7 +167,14 @@ func TestGroupCommitEndsLinePlaces(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_order_keys WHERE done_seq <> last_seq`).Scan(&behind))
 	require.Zero(t, behind, "a line was left with places not passed")
 
-	shared := false
+	require.True(t, sharedBatches(t, reg)["complete"], "no completion batch held more than one ordered event")
+}
+
+// sharedBatches reads hookline_worker_batch_size from reg: per statement
+// (claim, complete), whether some batch held more than one job.
+func sharedBatches(t *testing.T, reg *prometheus.Registry) map[string]bool {
+	t.Helper()
+	shared := map[string]bool{}
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	for _, f := range families {
@@ -188,10 +182,11 @@ func TestGroupCommitEndsLinePlaces(t *testing.T) {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if h := m.GetHistogram(); m.GetLabel()[0].GetValue() == "complete" && h.GetSampleCount() > h.GetBucket()[0].GetCumulativeCount() {
-				shared = true
-			}
+			h := m.GetHistogram()
+			one := h.GetBucket()[0] // le=1
+			require.Equal(t, 1.0, one.GetUpperBound())
+			shared[m.GetLabel()[0].GetValue()] = h.GetSampleCount() > one.GetCumulativeCount()
 		}
 	}
-	require.True(t, shared, "no completion batch held more than one ordered event")
+	return shared
 }
