@@ -11,11 +11,14 @@
 // # Adding a provider
 //
 // Adding a provider of the family is one entry in Specs (table.go) plus its
-// oracle test: the provider's official SDK as a test-only dependency where
-// the module proxy serves one, else the provider's published test vector
-// recomputed in the test (with the page and the date it was read), else —
-// said so in docs/providers.md — its documented formula, recomputed with
-// crypto/hmac without the engine (formulas in oracle_test.go). Validate
+// oracle tests: its documented formula, recomputed with crypto/hmac without
+// the engine (formulas in oracle_test.go), and the strongest check
+// available: the provider's official Go SDK as a test-only dependency where
+// the module proxy serves one, its official Node.js SDK's recorded vectors
+// (providers/testdata/sdkvectors, replayed by providers/all), or a test
+// vector the provider published, recomputed (published_test.go, with the
+// source and the date it was read); docs/providers.md says which each
+// entry has. Validate
 // refuses inconsistent entries; the package's tests then run every entry
 // through the conformance suite (providertest) under its registered name,
 // fuzz its header parser and verifier, and check its example resolves as
