@@ -13,8 +13,9 @@ import (
 // group commit may take the line's next job in the same transaction —
 // straight from pending to running, for this worker (takePendingJobsSQL) —
 // and run it itself, instead of waking it for River to fetch. One event of
-// a hot key then costs the destination's round trip and one COMMIT, not
-// also a notification, a fetch and the fetch's COMMIT. The order and the
+// a hot key then costs the destination's round trip and the claim's and
+// the completion's commits, without a notification, a fetch and the
+// fetch's commit in between. The order and the
 // one-at-a-time rule of the line are unchanged: the next job is taken only
 // once the place before it has ended, in the transaction that ends it.
 //
