@@ -53,7 +53,7 @@ func newHits(t *testing.T, answer func(r *http.Request, n int) int) *hits {
 		if h.answer != nil {
 			status = h.answer(r, n)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // the destination's own latency, so requests overlap
 		h.mu.Lock()
 		h.inFlight--
 		if status < 300 {
@@ -217,7 +217,7 @@ sources:
 	require.Equal(t, http.StatusAccepted, code, out)
 	code, _ = adminPost(t, ip.url(0), "/admin/destinations/s/nope/pause")
 	require.Equal(t, http.StatusNotFound, code)
-	time.Sleep(5 * time.Second) // every instance stops starting attempts within 5 s
+	time.Sleep(5 * time.Second) // the promise's own bound: every instance stops starting attempts within 5 s (no signal to wait on)
 
 	var wg sync.WaitGroup
 	ids := make(chan string, n)
@@ -263,7 +263,7 @@ sources:
 func TestRateLimitAcrossInstances(t *testing.T) {
 	t.Parallel()
 	const n, rate, inFlight = 500, 20, 3
-	dest := newHits(t, func(*http.Request, int) int { time.Sleep(20 * time.Millisecond); return http.StatusOK })
+	dest := newHits(t, func(*http.Request, int) int { time.Sleep(20 * time.Millisecond); return http.StatusOK }) // a 20 ms destination
 	dbURL := pgtest.NewURL(t)
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
 database_url: %q
@@ -372,11 +372,15 @@ sources:
 	opened := len(dest.times)
 	dest.mu.Unlock()
 	require.Equal(t, 3, opened, "it opened after 3 consecutive failures")
-	time.Sleep(2 * time.Second)
-	dest.mu.Lock()
-	require.Equal(t, opened, len(dest.times), "no attempt while open")
-	dest.mu.Unlock()
+	// The destination recovers; the next request it sees is the probe, which
+	// must come no earlier than cool_down after the failure that opened it.
 	healthy.Store(true)
+	require.Eventually(t, func() bool { dest.mu.Lock(); defer dest.mu.Unlock(); return len(dest.times) > opened },
+		30*time.Second, 20*time.Millisecond, "a probe after cool_down")
+	dest.mu.Lock()
+	gap := dest.times[opened].Sub(dest.times[opened-1])
+	dest.mu.Unlock()
+	require.GreaterOrEqual(t, gap, 3*time.Second, "no attempt while open (cool_down 3s)")
 	for i := range 5 {
 		eventState(t, ip.url(0), "s", fmt.Sprintf("evt_c_%d", i), 60*time.Second, "completed", "dead")
 	}
@@ -433,7 +437,7 @@ sources:
 	}
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(alerts) >= 1 }, 45*time.Second, 100*time.Millisecond,
 		"an alert within 30 s of the deaths")
-	time.Sleep(12 * time.Second) // another scan: no second alert within min_interval
+	time.Sleep(12 * time.Second) // a negative window: at least one more scan passes, and no second alert within min_interval
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, alerts, 1)
