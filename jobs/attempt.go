@@ -135,9 +135,13 @@ func (w *EventWorker) claimAndStart(ctx context.Context, r *run) error {
 // failed as a whole, which changed nothing) with the job's own statement.
 // nil, nil: the claim was refused.
 func (w *EventWorker) claimRow(ctx context.Context, r *run, opts idem.Options, st idem.Statement) (*startRow, error) {
+	if r.claimed != nil {
+		row := r.claimed
+		r.claimed = nil
+		return row, nil
+	}
 	if w.batch != nil && opts.OverrideCompletedBefore.IsZero() {
-		row, err := w.batch.claims.Do(ctx, claimItem{key: st.Args[0].(string), holder: st.Args[1].(string), leaseUS: st.Args[2].(int64),
-			source: r.src.Name, eventID: r.job.Args.EventID, dest: r.t.Name, jobID: r.job.ID})
+		row, err := w.batch.claims.Do(ctx, newClaimItem(r, st))
 		if !groupcommit.IsBatchError(err) {
 			return row, err
 		}
@@ -153,6 +157,31 @@ func (w *EventWorker) claimRow(ctx context.Context, r *run, opts idem.Options, s
 		return nil, err
 	}
 	return row, nil
+}
+
+// newClaimItem is r's claim (st: its claim statement) for a claim batch.
+func newClaimItem(r *run, st idem.Statement) claimItem {
+	return claimItem{key: st.Args[0].(string), holder: st.Args[1].(string), leaseUS: st.Args[2].(int64),
+		source: r.src.Name, eventID: r.job.Args.EventID, dest: r.t.Name, jobID: r.job.ID}
+}
+
+// claimAhead is the claim of a job the worker took into a chain, to be
+// taken in the transaction that took the job (batch.go: claimAhead), or
+// false when the job must claim the usual way: a destination whose gate
+// must be asked first (rate limit, in-flight cap, circuit breaker), an
+// operator's override, or a job this worker cannot claim at all. The
+// caller checked the pause.
+func (w *EventWorker) claimAhead(job *river.Job[EventArgs]) (claimItem, bool) {
+	src, t := w.lookup(job)
+	if t == nil || t.flowControlled() || !job.Args.OverrideBefore.IsZero() || strings.TrimSpace(job.Args.EventID) == "" {
+		return claimItem{}, false
+	}
+	r := &run{job: job, src: src, t: t}
+	st, err := w.claims.ClaimStatement(claimOptions(r))
+	if err != nil {
+		return claimItem{}, false
+	}
+	return newClaimItem(r, st), true
 }
 
 // newEvent is the event the job works on, before its payload is loaded.
@@ -258,11 +287,15 @@ func (w *EventWorker) completeInBatch(ctx context.Context, q sender, r *run, st 
 	if _, inTx := q.(pgx.Tx); inTx || w.batch == nil {
 		return 0, false, nil
 	}
+	// The line's next job runs here, its claim taken with it unless the
+	// destination's gate must be asked first (the next job is of the same
+	// source and destination).
+	chain := r.ev.line != nil && r.mayChain()
 	out, err := w.batch.completions.Do(ctx, completeItem{key: st.Args[0].(string), token: st.Args[1].(int64), dedupUS: st.Args[2].(int64),
 		source: r.src.Name, eventID: r.job.Args.EventID, dest: r.t.Name, destDedupUS: r.src.DedupWindow.Microseconds(), jobID: r.job.ID,
 		n: int32(r.ev.Attempt), status: int32(status), durationMS: int32(min(time.Since(r.start).Milliseconds(), math.MaxInt32)), skipped: skip,
-		line: r.ev.line, chain: r.ev.line != nil && r.mayChain()})
-	r.next = out.next
+		line: r.ev.line, chain: chain, claimNext: chain && !r.t.flowControlled() && !w.gate.isPaused(ctx, r.src.Name, r.t.Name)})
+	r.next, r.nextStart = out.next, out.nextStart
 	switch {
 	case groupcommit.IsBatchError(err):
 		w.log.Warn("completion batch failed; completing on its own", "source", r.src.Name, "event_id", r.ev.ID, "error", err.Error())

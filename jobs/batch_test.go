@@ -61,7 +61,7 @@ func TestBatchStatements(t *testing.T) {
 			destDedupUS: 3_600_000_000, jobID: job, n: 1, status: 200, durationMS: 3}
 	}
 	out, err := completeMany(ctx, pool, completeManySQL(store.CompleteManySQL), []completeItem{
-		done("evt_0", rows[0].token, 10), done("evt_1", rows[1].token+1000, 11), done("evt_2", again[1].token, 15), done("evt_2", again[1].token, 15)}, "", nil)
+		done("evt_0", rows[0].token, 10), done("evt_1", rows[1].token+1000, 11), done("evt_2", again[1].token, 15), done("evt_2", again[1].token, 15)}, "", nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, []completion{completionDone, completionLost, completionDone, completionSkipped}, outcomes(out))
 
@@ -130,13 +130,13 @@ func TestBatchTakesOverAnExpiredLease(t *testing.T) {
 		return completeItem{key: "hookline:s:default:evt_crash", token: token, dedupUS: 3_600_000_000, source: "s", eventID: "evt_crash",
 			dest: "default", destDedupUS: 3_600_000_000, jobID: job, n: 1, status: 200}
 	}
-	out, err := completeMany(ctx, pool, completeSQL, []completeItem{done(first[0].token, 1)}, "", nil)
+	out, err := completeMany(ctx, pool, completeSQL, []completeItem{done(first[0].token, 1)}, "", nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, []completion{completionLost}, outcomes(out), "the crashed holder's token no longer holds")
 	var state string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT state FROM hookline_event_destinations WHERE event_id = 'evt_crash'`).Scan(&state))
 	require.Equal(t, "queued", state)
-	out, err = completeMany(ctx, pool, completeSQL, []completeItem{done(taken[0].token, 10)}, "", nil)
+	out, err = completeMany(ctx, pool, completeSQL, []completeItem{done(taken[0].token, 10)}, "", nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, []completion{completionDone}, outcomes(out))
 	require.NoError(t, pool.QueryRow(ctx, `SELECT state FROM hookline_event_destinations WHERE event_id = 'evt_crash'`).Scan(&state))
@@ -151,7 +151,7 @@ func TestConcurrentBatchClaimsOfOneKey(t *testing.T) {
 	ctx := context.Background()
 	store, err := idem.NewStore(pool, &idem.Config{Table: ClaimsTable})
 	require.NoError(t, err)
-	b := newBatches(pool, store, func() string { return "" }, func(string) {}, func(string, int) {})
+	b := newBatches(pool, store, func() string { return "" }, func(string) {}, func(string, int) {}, nil)
 	var wg sync.WaitGroup
 	var won atomic.Int64
 	for g := range 32 {

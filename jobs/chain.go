@@ -40,9 +40,10 @@ func (w *EventWorker) newRun(ctx context.Context, job *river.Job[EventArgs], cha
 // chain runs the jobs r's worker took from its line, one after another,
 // and records each one's outcome in River; it takes no more after until.
 func (w *EventWorker) chain(ctx context.Context, r *run, until time.Time) {
-	for next := r.next; next != nil; {
+	for next, claimed := r.next, r.nextStart; next != nil; {
 		jobCtx, cancel := chainedContext(ctx, w.Timeout(next))
 		cr := w.newRun(jobCtx, next, until)
+		cr.claimed = claimed
 		started := time.Now()
 		err := w.attemptRecovering(jobCtx, cr)
 		cancel()
@@ -54,7 +55,7 @@ func (w *EventWorker) chain(ctx context.Context, r *run, until time.Time) {
 			}
 			fcancel()
 		}
-		next = cr.next
+		next, claimed = cr.next, cr.nextStart
 	}
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookline/hookline/internal/pgtest"
@@ -75,4 +77,41 @@ func TestTakenJobIsRiversFetchedJob(t *testing.T) {
 	require.Equal(t, EventArgs{Source: "mine", EventID: "e", Destination: "d"}, job.Args)
 	require.Equal(t, 1, job.Attempt)
 	require.Equal(t, fetched.Jobs[0].MaxAttempts, job.MaxAttempts)
+}
+
+// Which chained jobs have their claim taken ahead, with the completion
+// that took them: those of a destination with no gate to ask (no rate
+// limit, in-flight cap or breaker) and no operator's override; the others
+// claim the usual way, through the gate. An ahead claim is the one the job
+// would take itself: its key, holder (job and attempt) and lease.
+func TestClaimAheadOnlyWhereTheGateHasNothingToSay(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	http := &Destination{URL: "http://127.0.0.1:1/"}
+	w, err := NewEventWorker(WorkerConfig{Pool: pool, Sources: []*Source{{Name: "s", Lease: 45 * time.Second, Targets: []*Target{
+		{Name: "plain", HTTP: http},
+		{Name: "limited", HTTP: http, RateLimit: 5},
+		{Name: "capped", HTTP: http, MaxInFlight: 2},
+		{Name: "breaker", HTTP: http, Circuit: &Circuit{Failures: 3, CoolDown: time.Second}},
+	}}}})
+	require.NoError(t, err)
+	job := func(dest, id string, override time.Time) *river.Job[EventArgs] {
+		return &river.Job[EventArgs]{JobRow: &rivertype.JobRow{ID: 42, Attempt: 3},
+			Args: EventArgs{Source: "s", EventID: id, Destination: dest, OverrideBefore: override}}
+	}
+	it, ok := w.claimAhead(job("plain", "evt_1", time.Time{}))
+	require.True(t, ok)
+	require.Equal(t, claimItem{key: "hookline:s:plain:evt_1", holder: "job:42:attempt:3", leaseUS: 45_000_000,
+		source: "s", eventID: "evt_1", dest: "plain", jobID: 42}, it)
+	for name, j := range map[string]*river.Job[EventArgs]{
+		"rate limit":          job("limited", "evt_1", time.Time{}),
+		"in-flight cap":       job("capped", "evt_1", time.Time{}),
+		"circuit breaker":     job("breaker", "evt_1", time.Time{}),
+		"operator's override": job("plain", "evt_1", time.Now()),
+		"blank event id":      job("plain", " ", time.Time{}),
+		"unknown destination": job("gone", "evt_1", time.Time{}),
+	} {
+		_, ok := w.claimAhead(j)
+		require.False(t, ok, name)
+	}
 }

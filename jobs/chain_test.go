@@ -88,6 +88,9 @@ func TestChainRunsTheLineHere(t *testing.T) {
 		jobs.EventArgs{}.Kind()).Scan(&chained))
 	t.Logf("%d of %d jobs chained", chained, events)
 	require.Positive(t, chained, "no job was taken into a chain (a chained job is attempted at the instant it is scheduled)")
+	ahead := claimedAhead(t, b)
+	t.Logf("%d of %d claims taken with the completion before them", ahead, events)
+	require.Positive(t, ahead, "no chained job's claim was taken in the transaction that took the job")
 
 	// The failed attempt of event 5: recorded in River (an error, attempt
 	// counted), retried, completed; hookline counted two attempts.
@@ -98,4 +101,70 @@ func TestChainRunsTheLineHere(t *testing.T) {
 	require.Equal(t, 2, attempt)
 	require.Equal(t, 1, errs)
 	require.Equal(t, 2, attempts)
+}
+
+// claimedAhead counts the claims taken in the transaction that completed
+// the place before theirs (claimAhead): their claimed_at is that
+// transaction's now(), the earlier claim's completed_at.
+func claimedAhead(t *testing.T, b *bundle) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM hookline_claims c
+		JOIN hookline_event_destinations r ON c.key = 'hookline:' || r.source || ':' || r.destination || ':' || r.event_id
+		JOIN hookline_event_destinations p ON p.source = r.source AND p.destination = r.destination AND p.order_key = r.order_key
+			AND p.order_seq = r.order_seq - 1
+		JOIN hookline_claims pc ON pc.key = 'hookline:' || p.source || ':' || p.destination || ':' || p.event_id
+		WHERE c.claimed_at = pc.completed_at`).Scan(&n))
+	return n
+}
+
+// A claim taken ahead, in the transaction that ended the place before it,
+// sees the line as that transaction left it: with ordering.stale: skip,
+// an event older (ordering.by) than one forwarded just before it in the
+// same chain is completed unforwarded, and a newer one is forwarded.
+func TestChainClaimAheadSeesStale(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var got []int
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		_, _ = fmt.Sscanf(r.Header.Get("Hookline-Event-Id"), "evt_st_%d", &n)
+		if n == 0 {
+			<-release
+		}
+		mu.Lock()
+		got = append(got, n)
+		mu.Unlock()
+	}))
+	t.Cleanup(dest.Close)
+	keyOf, err := providers.ParseKeyResolver("json:data.object.id")
+	require.NoError(t, err)
+	byOf, err := providers.ParseKeyResolver("json:created")
+	require.NoError(t, err)
+	b := startOrdered(t, &jobs.Source{MaxAttempts: 3, StaleSkip: true, Destination: &jobs.Destination{URL: dest.URL}}, false,
+		func(*jobs.ClientConfig) {}, &ingest.Ordering{Key: keyOf, By: byOf, KeyName: "json:data.object.id"})
+	created := []int{100, 50, 200, 150, 300, 300, 250, 400}
+	for n, c := range created {
+		body := fmt.Sprintf(`{"id":"evt_st_%d","type":"charge.updated","created":%d,"data":{"object":{"id":"ch_st"}}}`, n, c)
+		require.Equal(t, "accepted", b.sendBody(t, []byte(body)))
+	}
+	close(release)
+
+	ctx := context.Background()
+	require.Eventually(t, func() bool {
+		busy, err := jobs.AnyUnfinishedJob(ctx, b.pool)
+		require.NoError(t, err)
+		return !busy
+	}, 60*time.Second, 20*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []int{0, 2, 4, 5, 7}, got, "forwarded: each event not older than the greatest created forwarded before it")
+	var skipped []string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT array_agg(event_id ORDER BY order_seq) FROM hookline_event_destinations
+		WHERE state = 'completed' AND skipped = 'stale'`).Scan(&skipped))
+	require.Equal(t, []string{"evt_st_1", "evt_st_3", "evt_st_6"}, skipped)
+	ahead := claimedAhead(t, b)
+	t.Logf("%d of %d claims taken with the completion before them", ahead, len(created))
+	require.Positive(t, ahead, "no chained job's claim was taken in the transaction that took the job")
 }

@@ -143,7 +143,8 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 		return err
 	}, queueFetchCooldown, cfg.Logger)
 	if !cfg.PerEvent {
-		w.batch = newBatches(cfg.Pool, claims, func() string { return w.runner }, w.wakes.Wake, func(kind string, n int) { m.WorkerBatch.WithLabelValues(kind).Observe(float64(n)) })
+		w.batch = newBatches(cfg.Pool, claims, func() string { return w.runner }, w.wakes.Wake,
+			func(kind string, n int) { m.WorkerBatch.WithLabelValues(kind).Observe(float64(n)) }, w.claimAhead)
 	}
 	for _, s := range cfg.Sources {
 		if err := s.withDefaults(); err != nil {
@@ -228,9 +229,14 @@ type run struct {
 	start time.Time // when the destination was called
 
 	// mayChain says whether the worker may still take its ordering line's
-	// next job to run it itself (chain.go); next is that job, once taken.
-	mayChain func() bool
-	next     *river.Job[EventArgs]
+	// next job to run it itself (chain.go); next is that job, once taken,
+	// and nextStart its claim and attempt if they were taken with it.
+	mayChain  func() bool
+	next      *river.Job[EventArgs]
+	nextStart *startRow
+	// claimed is this job's claim and attempt, taken with the job itself
+	// when the worker took it into a chain (nil: claim it now).
+	claimed *startRow
 	// jobDone: the completion statement completed the River job as well.
 	jobDone bool
 }
@@ -259,10 +265,12 @@ func (w *EventWorker) attempt(ctx context.Context, r *run) error {
 		return w.unknown(ctx, r.job, src)
 	}
 	r.src, r.t = src, t
-	if wait, err := w.gate.enter(ctx, r); err != nil || wait > 0 {
-		return w.gateClosed(r, wait, err)
+	if r.claimed == nil { // a claim taken ahead passed the gate then (claimAhead)
+		if wait, err := w.gate.enter(ctx, r); err != nil || wait > 0 {
+			return w.gateClosed(r, wait, err)
+		}
+		defer w.gate.leave(r)
 	}
-	defer w.gate.leave(r)
 
 	// Claim, count the attempt and load the payload: one statement.
 	claimStart := time.Now()
