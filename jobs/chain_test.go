@@ -67,12 +67,8 @@ func TestChainRunsTheLineHere(t *testing.T) {
 	}
 	close(release)
 
+	b.waitIdle(t, 60*time.Second)
 	ctx := context.Background()
-	require.Eventually(t, func() bool {
-		busy, err := jobs.AnyUnfinishedJob(ctx, b.pool)
-		require.NoError(t, err)
-		return !busy
-	}, 60*time.Second, 20*time.Millisecond)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -151,12 +147,8 @@ func TestChainClaimAheadSeesStale(t *testing.T) {
 	}
 	close(release)
 
+	b.waitIdle(t, 60*time.Second)
 	ctx := context.Background()
-	require.Eventually(t, func() bool {
-		busy, err := jobs.AnyUnfinishedJob(ctx, b.pool)
-		require.NoError(t, err)
-		return !busy
-	}, 60*time.Second, 20*time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []int{0, 2, 4, 5, 7}, got, "forwarded: each event not older than the greatest created forwarded before it")

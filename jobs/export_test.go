@@ -2,9 +2,29 @@ package jobs
 
 import (
 	"context"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// ExplainForTest returns PostgreSQL's plan of query (EXPLAIN …) on conn,
+// one line per plan node, as text.
+func ExplainForTest(ctx context.Context, conn *pgxpool.Conn, query string) (string, error) {
+	rows, err := conn.Query(ctx, "EXPLAIN "+query)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var plan strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		plan.WriteString(line + "\n")
+	}
+	return plan.String(), rows.Err()
+}
 
 // CompleteRunningJobForTest runs the worker's completion of job id on its
 // own (in the worker it is a part of completeSQL).

@@ -70,11 +70,7 @@ func TestGroupCommitMatchesPerEvent(t *testing.T) {
 			require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_event_destinations WHERE state = 'completed'`).Scan(&n))
 			return n == events
 		}, 60*time.Second, 20*time.Millisecond)
-		require.Eventually(t, func() bool {
-			busy, err := jobs.AnyUnfinishedJob(ctx, b.pool)
-			require.NoError(t, err)
-			return !busy
-		}, 30*time.Second, 20*time.Millisecond)
+		b.waitIdle(t, 30*time.Second)
 		var o outcome
 		strs := func(sql string) []string {
 			var out []string

@@ -126,6 +126,16 @@ func (b *bundle) event(t testing.TB, id string) eventRow {
 	return r
 }
 
+// waitIdle waits until no event job is left to run, for up to within.
+func (b *bundle) waitIdle(t testing.TB, within time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		busy, err := jobs.AnyUnfinishedJob(context.Background(), b.pool)
+		require.NoError(t, err)
+		return !busy
+	}, within, 20*time.Millisecond, "event jobs still unfinished")
+}
+
 func (b *bundle) waitState(t testing.TB, id, state string) eventRow {
 	t.Helper()
 	var r eventRow
