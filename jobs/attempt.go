@@ -287,14 +287,20 @@ func (w *EventWorker) completeInBatch(ctx context.Context, q sender, r *run, st 
 	if _, inTx := q.(pgx.Tx); inTx || w.batch == nil {
 		return 0, false, nil
 	}
-	// The line's next job runs here, its claim taken with it unless the
-	// destination's gate must be asked first (the next job is of the same
-	// source and destination).
-	chain := r.ev.line != nil && r.mayChain()
+	// The next job runs here (chain.go): the line's next for an ordered
+	// event, with its claim taken too unless the destination's gate must be
+	// asked first (the next job is of the same source and destination); an
+	// available job of the destination's queue for an unordered one, only
+	// where its claim can be taken with it.
+	chain := r.mayChain()
+	claimNext := chain && !r.t.flowControlled() && !w.gate.isPaused(ctx, r.src.Name, r.t.Name)
+	if r.ev.line == nil {
+		chain = claimNext
+	}
 	out, err := w.batch.completions.Do(ctx, completeItem{key: st.Args[0].(string), token: st.Args[1].(int64), dedupUS: st.Args[2].(int64),
 		source: r.src.Name, eventID: r.job.Args.EventID, dest: r.t.Name, destDedupUS: r.src.DedupWindow.Microseconds(), jobID: r.job.ID,
 		n: int32(r.ev.Attempt), status: int32(status), durationMS: int32(min(time.Since(r.start).Milliseconds(), math.MaxInt32)), skipped: skip,
-		line: r.ev.line, chain: chain, claimNext: chain && !r.t.flowControlled() && !w.gate.isPaused(ctx, r.src.Name, r.t.Name)})
+		line: r.ev.line, chain: chain, claimNext: claimNext})
 	r.next, r.nextStart = out.next, out.nextStart
 	switch {
 	case groupcommit.IsBatchError(err):

@@ -262,9 +262,20 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 	var lineBys []*string
 	var lineChains []bool
 	withClaims := false // some item's next job is to be claimed in this transaction
+	var wantQueues []string
+	var wantCounts []int32
+	wanting := map[string][]int{} // per queue, the items that take one of its available jobs
 	for i, it := range items {
 		if _, dup := at[it.key]; dup {
 			continue // completionSkipped
+		}
+		if it.line == nil && it.chain && it.claimNext && ahead != nil && ahead.item != nil {
+			q := QueueFor(it.source, it.dest)
+			if _, ok := wanting[q]; !ok {
+				wantQueues = append(wantQueues, q)
+			}
+			wanting[q] = append(wanting[q], i)
+			withClaims = true
 		}
 		if it.line != nil {
 			id := lineID{it.source, it.dest, it.line.key}
@@ -315,9 +326,17 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 	if lined {
 		b.Queue(advanceLinesSQL, lineSources, lineDests, lineKeys, lineEvents, lineBys, lineKinds, lineChains, runner)
 	}
+	for _, q := range wantQueues {
+		wantCounts = append(wantCounts, int32(len(wanting[q])))
+	}
+	if len(wantQueues) > 0 {
+		b.Queue(takeAvailableJobsSQL, wantQueues, wantCounts, runner)
+	}
 	if !withClaims {
 		b.Queue(defaultPlansSQL)
 	}
+	var readAdvance func(pgx.BatchResults) ([]string, error) // the lines handed on (below)
+	var readTaken func(pgx.BatchResults) error               // the available jobs taken (below)
 	read := func(br pgx.BatchResults) ([]string, error) {
 		defer br.Close()
 		for range lead {
@@ -337,10 +356,53 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 		if err := collect(rows); err != nil {
 			return nil, err
 		}
-		if !lined {
-			return nil, closeBatch(br, !withClaims)
+		var woke []string
+		if lined {
+			if woke, err = readAdvance(br); err != nil {
+				return nil, err
+			}
 		}
-		if rows, err = br.Query(); err != nil {
+		if len(wantQueues) > 0 {
+			if err := readTaken(br); err != nil {
+				return nil, err
+			}
+		}
+		return woke, closeBatch(br, !withClaims)
+	}
+	readTaken = func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("take available jobs: %w", err)
+		}
+		var queue string
+		var row []byte
+		_, err = pgx.ForEachRow(rows, []any{&queue, &row}, func() error {
+			var taken takenJob
+			if err := json.Unmarshal(row, &taken); err != nil {
+				return fmt.Errorf("read a taken job: %w", err)
+			}
+			next, err := taken.job()
+			if err != nil {
+				return err
+			}
+			for len(wanting[queue]) > 0 {
+				i := wanting[queue][0]
+				wanting[queue] = wanting[queue][1:]
+				if out[i].next == nil {
+					out[i].next = next
+					return nil
+				}
+			}
+			return fmt.Errorf("job %d was taken for a queue no item wanted", next.ID)
+		})
+		if err != nil {
+			return fmt.Errorf("take available jobs: %w", err)
+		}
+		return nil
+	}
+	readAdvance = func(br pgx.BatchResults) ([]string, error) {
+		rows, err := br.Query()
+		if err != nil {
 			return nil, fmt.Errorf("advance ordering lines: %w", err)
 		}
 		var woke []string
@@ -370,7 +432,7 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 		if err != nil {
 			return nil, fmt.Errorf("advance ordering lines: %w", err)
 		}
-		return woke, closeBatch(br, !withClaims)
+		return woke, nil
 	}
 	var woke []string
 	var err error

@@ -9,15 +9,25 @@ import (
 	"github.com/riverqueue/river"
 )
 
-// Chains: a worker that ends an event's place in an ordering line with
-// group commit may take the line's next job in the same transaction —
-// straight from pending to running, for this worker (takePendingJobsSQL) —
-// and run it itself, instead of waking it for River to fetch. One event of
-// a hot key then costs the destination's round trip and the claim's and
-// the completion's commits, without a notification, a fetch and the
-// fetch's commit in between. The order and the
-// one-at-a-time rule of the line are unchanged: the next job is taken only
-// once the place before it has ended, in the transaction that ends it.
+// Chains: with group commit, the worker that completes an event takes its
+// next job in the transaction of that completion and runs it itself:
+//
+//   - an ordered event's: the line's next job, straight from pending to
+//     running (takePendingJobsSQL), instead of waking it for River to
+//     fetch. The order and the one-at-a-time rule of the line are
+//     unchanged: the next job is taken only once the place before it has
+//     ended, in the transaction that ends it;
+//   - an unordered event's: an available job of the destination's queue,
+//     as River's fetch would take it (takeAvailableJobsSQL: River's order,
+//     rows locked by others skipped, nothing from a paused queue), and only
+//     when its claim can be taken with it (no gate to ask, not paused).
+//
+// When the destination needs no gate, the same transaction takes the next
+// job's claim and starts its attempt (claimAhead). One event then costs the
+// destination's round trip and one transaction, without River's fetch, a
+// claim batch and their commits in between; each chain runs inside the
+// River job slot of the job it started with, so the worker count still
+// bounds the concurrency.
 //
 // A taken job is an ordinary running River job whose outcome the worker
 // records as River's executor would (finishRunningJob); if the worker dies

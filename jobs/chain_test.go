@@ -160,3 +160,62 @@ func TestChainClaimAheadSeesStale(t *testing.T) {
 	t.Logf("%d of %d claims taken with the completion before them", ahead, len(created))
 	require.Positive(t, ahead, "no chained job's claim was taken in the transaction that took the job")
 }
+
+// TestChainTakesAvailableJobs: a worker that completes an unordered event
+// takes an available job of the destination's queue in the same
+// transaction, with its claim, and runs it itself. Every event is forwarded
+// once and every job ends completed; River recorded a chained job that
+// failed (errors 1, attempt 2) and retried it.
+func TestChainTakesAvailableJobs(t *testing.T) {
+	t.Parallel()
+	const events = 60
+	var mu sync.Mutex
+	forwards := map[string]int{}
+	failed := false
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Hookline-Event-Id")
+		mu.Lock()
+		forwards[id]++
+		fail := id == "evt_av_30" && !failed
+		failed = failed || fail
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		if fail {
+			http.Error(w, "first attempt fails", http.StatusInternalServerError)
+		}
+	}))
+	t.Cleanup(dest.Close)
+	b := startOrdered(t, &jobs.Source{MaxAttempts: 3, BackoffMin: 5 * time.Millisecond, BackoffMax: 10 * time.Millisecond,
+		Destination: &jobs.Destination{URL: dest.URL}}, false, func(c *jobs.ClientConfig) { c.Workers = 4 }, nil)
+	for n := range events {
+		require.Equal(t, "accepted", b.send(t, fmt.Sprintf("evt_av_%d", n)))
+	}
+	b.waitIdle(t, 60*time.Second)
+	ctx := context.Background()
+
+	mu.Lock()
+	for n := range events {
+		id := fmt.Sprintf("evt_av_%d", n)
+		want := 1
+		if id == "evt_av_30" {
+			want = 2
+		}
+		require.Equal(t, want, forwards[id], id)
+	}
+	mu.Unlock()
+	var states []string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT array_agg(DISTINCT state::text) FROM river_job WHERE kind = $1`, jobs.EventArgs{}.Kind()).Scan(&states))
+	require.Equal(t, []string{"completed"}, states)
+	var ahead int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_claims c
+		WHERE EXISTS (SELECT 1 FROM hookline_claims p WHERE p.key <> c.key AND p.completed_at = c.claimed_at)`).Scan(&ahead))
+	t.Logf("%d of %d claims taken with another event's completion", ahead, events)
+	require.Positive(t, ahead, "no available job was taken and claimed by a completing worker")
+	var attempt, errs, attempts int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT j.attempt, coalesce(array_length(j.errors, 1), 0), r.attempts
+		FROM river_job j JOIN hookline_event_destinations r ON r.event_id = j.args->>'event_id'
+		WHERE j.kind = $1 AND j.args->>'event_id' = 'evt_av_30'`, jobs.EventArgs{}.Kind()).Scan(&attempt, &errs, &attempts))
+	require.Equal(t, 2, attempt)
+	require.Equal(t, 1, errs)
+	require.Equal(t, 2, attempts)
+}

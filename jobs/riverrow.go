@@ -376,15 +376,42 @@ const finishWaitingJobSQL = `UPDATE river_job SET state = 'completed', finalized
 // a job leaves it running, exactly as a job it had fetched: River's
 // rescuer retries it.
 func takePendingJobsSQL(from, source, eventID, destination, runner, also string) string {
-	return `UPDATE river_job j SET state = 'running', scheduled_at = now(), attempt = j.attempt + 1, attempted_at = now(),
-		attempted_by = array_append(CASE WHEN array_length(j.attempted_by, 1) >= 100
-			THEN j.attempted_by[array_length(j.attempted_by, 1) - 98:] ELSE j.attempted_by END, ` + runner + `)
+	return `UPDATE river_job j SET state = 'running', scheduled_at = now(), ` + runningSetSQL(runner) + `
 		FROM ` + from + `
 		WHERE ` + activeJobSQL("j", uniqueKeySQL(source, eventID, destination)) + ` AND j.state::text = 'pending'
-		RETURNING j.queue, jsonb_build_object('id', j.id, 'queue', j.queue, 'args', j.args, 'attempt', j.attempt,
-			'max_attempts', j.max_attempts, 'created_at', j.created_at, 'attempted_at', j.attempted_at, 'metadata', j.metadata,
-			'kind', j.kind, 'priority', j.priority, 'scheduled_at', j.scheduled_at) AS row, ` + also
+		RETURNING j.queue, ` + takenRowSQL + `, ` + also
 }
+
+// runningSetSQL is the SET list of River's fetch for runner (an SQL
+// expression): the attempt counted, attempted_at now, runner appended to
+// attempted_by (River keeps the last 100).
+func runningSetSQL(runner string) string {
+	return `attempt = j.attempt + 1, attempted_at = now(),
+		attempted_by = array_append(CASE WHEN array_length(j.attempted_by, 1) >= 100
+			THEN j.attempted_by[array_length(j.attempted_by, 1) - 98:] ELSE j.attempted_by END, ` + runner + `)`
+}
+
+// takenRowSQL is a taken job j's row as JSON (takenJob).
+const takenRowSQL = `jsonb_build_object('id', j.id, 'queue', j.queue, 'args', j.args, 'attempt', j.attempt,
+			'max_attempts', j.max_attempts, 'created_at', j.created_at, 'attempted_at', j.attempted_at, 'metadata', j.metadata,
+			'kind', j.kind, 'priority', j.priority, 'scheduled_at', j.scheduled_at) AS row`
+
+// takeAvailableJobsSQL is River's fetch for jobs the caller will run
+// itself (chain.go): per queue of $1, up to the number in $2 of its
+// available event jobs, in River's order (priority, scheduled_at, id),
+// skipping those another transaction holds, none from a paused queue,
+// go to running for runner $3 as River's fetch leaves them. It answers
+// each job's queue and row (takenJob).
+var takeAvailableJobsSQL = `WITH want AS (SELECT * FROM unnest($1::text[], $2::int[]) AS u(queue, n)),
+	picked AS (
+		SELECT p.id FROM want CROSS JOIN LATERAL (
+			SELECT f.id FROM river_job f
+			WHERE f.state = 'available' AND f.queue = want.queue AND f.scheduled_at <= now() AND f.kind = '` + EventArgs{}.Kind() + `'
+			ORDER BY f.priority, f.scheduled_at, f.id LIMIT want.n FOR UPDATE SKIP LOCKED) p
+		WHERE NOT EXISTS (SELECT 1 FROM river_queue q WHERE q.name = want.queue AND q.paused_at IS NOT NULL))
+	UPDATE river_job j SET state = 'running', ` + runningSetSQL("$3::text") + `
+	FROM picked WHERE j.id = picked.id
+	RETURNING j.queue, ` + takenRowSQL
 
 // takenJob is the row takePendingJobsSQL answers.
 type takenJob struct {
