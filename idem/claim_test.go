@@ -303,10 +303,13 @@ func TestClaim(t *testing.T) {
 	})
 }
 
-// Renewal timing for TestLeaseRenewal.
+// Renewal timing for TestLeaseRenewal: a lease long enough that a loaded
+// machine (the whole suite on two cores) does not stall a renewal past it
+// (300 ms did, once), short enough that the work outlives three leases in
+// a few seconds.
 const (
-	renewalLease = 300 * time.Millisecond
-	renewalEvery = 30 * time.Millisecond
+	renewalLease = time.Second
+	renewalEvery = 50 * time.Millisecond
 )
 
 // TestLeaseRenewal holds the tests that need a lease NOT to run out, which a
