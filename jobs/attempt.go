@@ -290,8 +290,9 @@ func (w *EventWorker) completeInBatch(ctx context.Context, q sender, r *run, st 
 	// The next job runs here (chain.go): the line's next for an ordered
 	// event, with its claim taken too unless the destination's gate must be
 	// asked first (the next job is of the same source and destination); an
-	// available job of the destination's queue for an unordered one, only
-	// where its claim can be taken with it.
+	// available job of the destination's queue for an unordered one, or an
+	// ordered one whose line has none, only where its claim can be taken
+	// with it.
 	chain := r.mayChain()
 	claimNext := chain && !r.t.flowControlled() && !w.gate.isPaused(ctx, r.src.Name, r.t.Name)
 	if r.ev.line == nil {

@@ -269,7 +269,9 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 		if _, dup := at[it.key]; dup {
 			continue // completionSkipped
 		}
-		if it.line == nil && it.chain && it.claimNext && ahead != nil && ahead.item != nil {
+		// Items that may chain and claim ahead take an available job of
+		// their queue, an ordered one when its line has no next job to give.
+		if it.chain && it.claimNext && ahead != nil && ahead.item != nil {
 			q := QueueFor(it.source, it.dest)
 			if _, ok := wanting[q]; !ok {
 				wantQueues = append(wantQueues, q)

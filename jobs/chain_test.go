@@ -219,3 +219,56 @@ func TestChainTakesAvailableJobs(t *testing.T) {
 	require.Equal(t, 1, errs)
 	require.Equal(t, 2, attempts)
 }
+
+// An ordered event whose line has no next job waiting takes an available
+// job of the queue instead: another line's head. Per key, forwards still
+// follow acceptance order and never overlap.
+func TestChainTakesAnotherLinesHead(t *testing.T) {
+	t.Parallel()
+	const keys, perKey = 30, 2
+	var mu sync.Mutex
+	got := map[string][]int{}
+	inFlight := map[string]bool{}
+	overlaps := 0
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var k, n int
+		_, _ = fmt.Sscanf(r.Header.Get("Hookline-Event-Id"), "evt_ln_%d_%d", &k, &n)
+		key := r.Header.Get("Hookline-Order-Key")
+		mu.Lock()
+		if inFlight[key] {
+			overlaps++
+		}
+		inFlight[key] = true
+		got[key] = append(got[key], n)
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		mu.Lock()
+		inFlight[key] = false
+		mu.Unlock()
+	}))
+	t.Cleanup(dest.Close)
+	keyOf, err := providers.ParseKeyResolver("json:data.object.id")
+	require.NoError(t, err)
+	b := startOrdered(t, &jobs.Source{MaxAttempts: 3, Destination: &jobs.Destination{URL: dest.URL}}, false,
+		func(c *jobs.ClientConfig) { c.Workers = 3 }, &ingest.Ordering{Key: keyOf, KeyName: "json:data.object.id"})
+	for n := range perKey {
+		for k := range keys {
+			body := fmt.Sprintf(`{"id":"evt_ln_%d_%d","type":"charge.updated","created":1764504000,"data":{"object":{"id":"ch_%d"}}}`, k, n, k)
+			require.Equal(t, "accepted", b.sendBody(t, []byte(body)))
+		}
+	}
+	b.waitIdle(t, 60*time.Second)
+	mu.Lock()
+	require.Zero(t, overlaps, "two forwards of one key were in progress at once")
+	require.Len(t, got, keys)
+	for key, ns := range got {
+		require.Equal(t, []int{0, 1}, ns, key)
+	}
+	mu.Unlock()
+	var heads int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM hookline_claims c
+		JOIN hookline_event_destinations r ON c.key = 'hookline:' || r.source || ':' || r.destination || ':' || r.event_id
+		WHERE r.order_seq = 1 AND EXISTS (SELECT 1 FROM hookline_claims p WHERE p.key <> c.key AND p.completed_at = c.claimed_at)`).Scan(&heads))
+	t.Logf("%d of %d line heads claimed with another event's completion", heads, keys)
+	require.Positive(t, heads, "no line's head was taken by a worker completing another line's event")
+}

@@ -398,16 +398,22 @@ const takenRowSQL = `jsonb_build_object('id', j.id, 'queue', j.queue, 'args', j.
 
 // takeAvailableJobsSQL is River's fetch for jobs the caller will run
 // itself (chain.go): per queue of $1, up to the number in $2 of its
-// available event jobs, in River's order (priority, scheduled_at, id),
-// skipping those another transaction holds, none from a paused queue,
-// go to running for runner $3 as River's fetch leaves them. It answers
-// each job's queue and row (takenJob).
-var takeAvailableJobsSQL = `WITH want AS (SELECT * FROM unnest($1::text[], $2::int[]) AS u(queue, n)),
+// available event jobs — less those this transaction already took for
+// runner $3 (takePendingJobsSQL: running, attempted now() by runner) — in
+// River's order (priority, scheduled_at, id), skipping those another
+// transaction holds, none from a paused queue, go to running for runner as
+// River's fetch leaves them. It answers each job's queue and row
+// (takenJob).
+var takeAvailableJobsSQL = `WITH want AS (
+		SELECT u.queue, u.n - (SELECT count(*) FROM river_job t
+			WHERE t.state = 'running' AND t.queue = u.queue AND t.attempted_at = now()
+			  AND t.attempted_by[array_length(t.attempted_by, 1)] = $3::text) AS n
+		FROM unnest($1::text[], $2::int[]) AS u(queue, n)),
 	picked AS (
 		SELECT p.id FROM want CROSS JOIN LATERAL (
 			SELECT f.id FROM river_job f
 			WHERE f.state = 'available' AND f.queue = want.queue AND f.scheduled_at <= now() AND f.kind = '` + EventArgs{}.Kind() + `'
-			ORDER BY f.priority, f.scheduled_at, f.id LIMIT want.n FOR UPDATE SKIP LOCKED) p
+			ORDER BY f.priority, f.scheduled_at, f.id LIMIT greatest(want.n, 0) FOR UPDATE SKIP LOCKED) p
 		WHERE NOT EXISTS (SELECT 1 FROM river_queue q WHERE q.name = want.queue AND q.paused_at IS NOT NULL))
 	UPDATE river_job j SET state = 'running', ` + runningSetSQL("$3::text") + `
 	FROM picked WHERE j.id = picked.id
