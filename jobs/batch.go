@@ -379,11 +379,7 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 		var queue string
 		var row []byte
 		_, err = pgx.ForEachRow(rows, []any{&queue, &row}, func() error {
-			var taken takenJob
-			if err := json.Unmarshal(row, &taken); err != nil {
-				return fmt.Errorf("read a taken job: %w", err)
-			}
-			next, err := taken.job()
+			next, err := decodeTaken(row)
 			if err != nil {
 				return err
 			}
@@ -416,11 +412,7 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 				woke = append(woke, queue)
 				return nil
 			}
-			var taken takenJob
-			if err := json.Unmarshal(row, &taken); err != nil {
-				return fmt.Errorf("read a taken job: %w", err)
-			}
-			next, err := taken.job()
+			next, err := decodeTaken(row)
 			if err != nil {
 				return err
 			}
@@ -511,4 +503,13 @@ func completeClaimingAhead(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch
 		return nil, fmt.Errorf("commit: %w", err)
 	}
 	return woke, br.Close()
+}
+
+// decodeTaken is the running job a taken row (takenJob's JSON) stands for.
+func decodeTaken(row []byte) (*river.Job[EventArgs], error) {
+	var taken takenJob
+	if err := json.Unmarshal(row, &taken); err != nil {
+		return nil, fmt.Errorf("read a taken job: %w", err)
+	}
+	return taken.job()
 }

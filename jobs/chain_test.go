@@ -76,9 +76,7 @@ func TestChainRunsTheLineHere(t *testing.T) {
 	want := []int{0, 1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10, 11}
 	require.Equal(t, want, got, "forwards in acceptance order, the failed one retried before the next")
 
-	var states []string
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT array_agg(DISTINCT state::text) FROM river_job WHERE kind = $1`, jobs.EventArgs{}.Kind()).Scan(&states))
-	require.Equal(t, []string{"completed"}, states)
+	requireJobsCompleted(t, b)
 	var chained int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = $1 AND attempted_at = scheduled_at`,
 		jobs.EventArgs{}.Kind()).Scan(&chained))
@@ -90,13 +88,7 @@ func TestChainRunsTheLineHere(t *testing.T) {
 
 	// The failed attempt of event 5: recorded in River (an error, attempt
 	// counted), retried, completed; hookline counted two attempts.
-	var attempt, errs, attempts int
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT j.attempt, coalesce(array_length(j.errors, 1), 0), r.attempts
-		FROM river_job j JOIN hookline_event_destinations r ON r.event_id = j.args->>'event_id'
-		WHERE j.kind = $1 AND j.args->>'event_id' = 'evt_hot_5'`, jobs.EventArgs{}.Kind()).Scan(&attempt, &errs, &attempts))
-	require.Equal(t, 2, attempt)
-	require.Equal(t, 1, errs)
-	require.Equal(t, 2, attempts)
+	requireRetriedOnce(t, b, "evt_hot_5")
 }
 
 // claimedAhead counts the claims taken in the transaction that completed
@@ -203,21 +195,13 @@ func TestChainTakesAvailableJobs(t *testing.T) {
 		require.Equal(t, want, forwards[id], id)
 	}
 	mu.Unlock()
-	var states []string
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT array_agg(DISTINCT state::text) FROM river_job WHERE kind = $1`, jobs.EventArgs{}.Kind()).Scan(&states))
-	require.Equal(t, []string{"completed"}, states)
+	requireJobsCompleted(t, b)
 	var ahead int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_claims c
 		WHERE EXISTS (SELECT 1 FROM hookline_claims p WHERE p.key <> c.key AND p.completed_at = c.claimed_at)`).Scan(&ahead))
 	t.Logf("%d of %d claims taken with another event's completion", ahead, events)
 	require.Positive(t, ahead, "no available job was taken and claimed by a completing worker")
-	var attempt, errs, attempts int
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT j.attempt, coalesce(array_length(j.errors, 1), 0), r.attempts
-		FROM river_job j JOIN hookline_event_destinations r ON r.event_id = j.args->>'event_id'
-		WHERE j.kind = $1 AND j.args->>'event_id' = 'evt_av_30'`, jobs.EventArgs{}.Kind()).Scan(&attempt, &errs, &attempts))
-	require.Equal(t, 2, attempt)
-	require.Equal(t, 1, errs)
-	require.Equal(t, 2, attempts)
+	requireRetriedOnce(t, b, "evt_av_30")
 }
 
 // An ordered event whose line has no next job waiting takes an available
@@ -271,4 +255,27 @@ func TestChainTakesAnotherLinesHead(t *testing.T) {
 		WHERE r.order_seq = 1 AND EXISTS (SELECT 1 FROM hookline_claims p WHERE p.key <> c.key AND p.completed_at = c.claimed_at)`).Scan(&heads))
 	t.Logf("%d of %d line heads claimed with another event's completion", heads, keys)
 	require.Positive(t, heads, "no line's head was taken by a worker completing another line's event")
+}
+
+// requireJobsCompleted: every event job ended completed.
+func requireJobsCompleted(t *testing.T, b *bundle) {
+	t.Helper()
+	var states []string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT array_agg(DISTINCT state::text) FROM river_job WHERE kind = $1`,
+		jobs.EventArgs{}.Kind()).Scan(&states))
+	require.Equal(t, []string{"completed"}, states)
+}
+
+// requireRetriedOnce: the event's job failed once and then completed: River
+// recorded the failure (an error, attempt 2) and hookline counted two
+// attempts.
+func requireRetriedOnce(t *testing.T, b *bundle, eventID string) {
+	t.Helper()
+	var attempt, errs, attempts int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT j.attempt, coalesce(array_length(j.errors, 1), 0), r.attempts
+		FROM river_job j JOIN hookline_event_destinations r ON r.event_id = j.args->>'event_id'
+		WHERE j.kind = $1 AND j.args->>'event_id' = $2`, jobs.EventArgs{}.Kind(), eventID).Scan(&attempt, &errs, &attempts))
+	require.Equal(t, 2, attempt, eventID)
+	require.Equal(t, 1, errs, eventID)
+	require.Equal(t, 2, attempts, eventID)
 }
