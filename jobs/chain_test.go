@@ -27,35 +27,14 @@ func TestChainRunsTheLineHere(t *testing.T) {
 	t.Parallel()
 	const events = 12
 	release := make(chan struct{})
-	var mu sync.Mutex
-	var got []int // event numbers as forwarded, one per attempt
-	inFlight, overlaps, fails := false, 0, 0
-	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var n int
-		_, _ = fmt.Sscanf(r.Header.Get("Hookline-Event-Id"), "evt_hot_%d", &n)
-		if n == 0 {
-			<-release // the line's later events are all waiting (pending) when the head completes
-		}
-		mu.Lock()
-		if inFlight {
-			overlaps++
-		}
-		inFlight = true
-		got = append(got, n)
-		fail := n == 5 && fails == 0
-		if fail {
-			fails++
-		}
-		mu.Unlock()
-		time.Sleep(time.Millisecond)
-		mu.Lock()
-		inFlight = false
-		mu.Unlock()
-		if fail {
-			http.Error(w, "first attempt fails", http.StatusInternalServerError)
-		}
-	}))
-	t.Cleanup(dest.Close)
+	dest := newOrderRecorder(t, recorderOptions{IDFormat: "evt_hot_%d", Hold: time.Millisecond,
+		Before: func(n int) {
+			if n == 0 {
+				<-release // the line's later events are all waiting (pending) when the head completes
+			}
+		},
+		Fail: func(n, earlier int) bool { return n == 5 && earlier == 0 }, // the first attempt of event 5 fails
+	})
 	keyOf, err := providers.ParseKeyResolver("json:data.object.id")
 	require.NoError(t, err)
 	b := startOrdered(t, &jobs.Source{MaxAttempts: 3, BackoffMin: 5 * time.Millisecond, BackoffMax: 10 * time.Millisecond,
@@ -70,11 +49,8 @@ func TestChainRunsTheLineHere(t *testing.T) {
 	b.waitIdle(t, 60*time.Second)
 	ctx := context.Background()
 
-	mu.Lock()
-	defer mu.Unlock()
-	require.Zero(t, overlaps, "two forwards of the key were in progress at once")
 	want := []int{0, 1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10, 11}
-	require.Equal(t, want, got, "forwards in acceptance order, the failed one retried before the next")
+	require.Equal(t, map[string][]int{"ch_hot": want}, dest.forwards(t), "forwards in acceptance order, the failed one retried before the next")
 
 	requireJobsCompleted(t, b)
 	var chained int
@@ -210,27 +186,7 @@ func TestChainTakesAvailableJobs(t *testing.T) {
 func TestChainTakesAnotherLinesHead(t *testing.T) {
 	t.Parallel()
 	const keys, perKey = 30, 2
-	var mu sync.Mutex
-	got := map[string][]int{}
-	inFlight := map[string]bool{}
-	overlaps := 0
-	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var k, n int
-		_, _ = fmt.Sscanf(r.Header.Get("Hookline-Event-Id"), "evt_ln_%d_%d", &k, &n)
-		key := r.Header.Get("Hookline-Order-Key")
-		mu.Lock()
-		if inFlight[key] {
-			overlaps++
-		}
-		inFlight[key] = true
-		got[key] = append(got[key], n)
-		mu.Unlock()
-		time.Sleep(time.Millisecond)
-		mu.Lock()
-		inFlight[key] = false
-		mu.Unlock()
-	}))
-	t.Cleanup(dest.Close)
+	dest := newOrderRecorder(t, recorderOptions{IDFormat: "evt_ln_%d_%d", Hold: time.Millisecond})
 	keyOf, err := providers.ParseKeyResolver("json:data.object.id")
 	require.NoError(t, err)
 	b := startOrdered(t, &jobs.Source{MaxAttempts: 3, Destination: &jobs.Destination{URL: dest.URL}}, false,
@@ -242,13 +198,11 @@ func TestChainTakesAnotherLinesHead(t *testing.T) {
 		}
 	}
 	b.waitIdle(t, 60*time.Second)
-	mu.Lock()
-	require.Zero(t, overlaps, "two forwards of one key were in progress at once")
+	got := dest.forwards(t)
 	require.Len(t, got, keys)
 	for key, ns := range got {
 		require.Equal(t, []int{0, 1}, ns, key)
 	}
-	mu.Unlock()
 	var heads int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM hookline_claims c
 		JOIN hookline_event_destinations r ON c.key = 'hookline:' || r.source || ':' || r.destination || ':' || r.event_id

@@ -106,27 +106,8 @@ func TestGroupCommitMatchesPerEvent(t *testing.T) {
 func TestGroupCommitEndsLinePlaces(t *testing.T) {
 	t.Parallel()
 	const keys, perKey = 40, 5
-	var mu sync.Mutex
-	inFlight := map[string]bool{}
-	seen := map[string][]int{}
-	var overlaps int
-	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get("Hookline-Order-Key")
-		var k, n int
-		_, _ = fmt.Sscanf(r.Header.Get("Hookline-Event-Id"), "evt_k%d_%d", &k, &n)
-		mu.Lock()
-		if inFlight[key] {
-			overlaps++
-		}
-		inFlight[key] = true
-		seen[key] = append(seen[key], n)
-		mu.Unlock()
-		time.Sleep(2 * time.Millisecond) // a forward takes a while, so lines overlap in time
-		mu.Lock()
-		inFlight[key] = false
-		mu.Unlock()
-	}))
-	t.Cleanup(dest.Close)
+	// A forward takes a while, so lines overlap in time.
+	dest := newOrderRecorder(t, recorderOptions{IDFormat: "evt_k%d_%d", Hold: 2 * time.Millisecond})
 	keyOf, err := providers.ParseKeyResolver("json:data.object.id")
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
@@ -152,9 +133,7 @@ func TestGroupCommitEndsLinePlaces(t *testing.T) {
 		return n == keys*perKey
 	}, 60*time.Second, 20*time.Millisecond)
 
-	mu.Lock()
-	defer mu.Unlock()
-	require.Zero(t, overlaps, "two forwards of one key were in progress at once")
+	seen := dest.forwards(t)
 	require.Len(t, seen, keys)
 	for key, ns := range seen {
 		require.Equal(t, []int{0, 1, 2, 3, 4}, ns, "key %s forwarded out of order", key)
