@@ -332,7 +332,11 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 		wantCounts = append(wantCounts, int32(len(wanting[q])))
 	}
 	if len(wantQueues) > 0 {
-		b.Queue(takeAvailableJobsSQL, wantQueues, wantCounts, runner)
+		take := takeAvailableJobsSQL
+		if lined {
+			take = takeAvailableJobsAfterLinesSQL
+		}
+		b.Queue(take, wantQueues, wantCounts, runner)
 	}
 	if !withClaims {
 		b.Queue(defaultPlansSQL)

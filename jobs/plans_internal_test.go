@@ -56,7 +56,9 @@ func TestBatchStatementsGenericPlansUseIndexes(t *testing.T) {
 		"complete": {completeManySQL(store.CompleteManySQL),
 			`ARRAY['hookline:s:d:e1'], ARRAY[1]::bigint[], ARRAY[1]::bigint[], ARRAY['s'], ARRAY['e1'], ARRAY['d'], ARRAY[1]::bigint[],
 			ARRAY[1]::bigint[], ARRAY[1], ARRAY[200], ARRAY[3], ARRAY[NULL]::text[]`},
-		"lock lines": {lockLinesSQL, `ARRAY['s'], ARRAY['d'], ARRAY['key1']`},
+		"lock lines":                 {lockLinesSQL, `ARRAY['s'], ARRAY['d'], ARRAY['key1']`},
+		"take available":             {takeAvailableJobsSQL, `ARRAY['q'], ARRAY[5], 'runner'`},
+		"take available after lines": {takeAvailableJobsAfterLinesSQL, `ARRAY['q'], ARRAY[5], 'runner'`},
 		"advance lines": {advanceLinesSQL,
 			`ARRAY['s'], ARRAY['d'], ARRAY['key1'], ARRAY['e1'], ARRAY[NULL]::text[], ARRAY['']::text[], ARRAY[true], 'runner'`},
 	} {

@@ -396,18 +396,32 @@ const takenRowSQL = `jsonb_build_object('id', j.id, 'queue', j.queue, 'args', j.
 			'max_attempts', j.max_attempts, 'created_at', j.created_at, 'attempted_at', j.attempted_at, 'metadata', j.metadata,
 			'kind', j.kind, 'priority', j.priority, 'scheduled_at', j.scheduled_at) AS row`
 
-// takeAvailableJobsSQL is River's fetch for jobs the caller will run
+// takeAvailableJobsSQL and takeAvailableJobsAfterLinesSQL are
+// takeAvailableJobs without and with afterLines.
+var (
+	takeAvailableJobsSQL           = takeAvailableJobs(false)
+	takeAvailableJobsAfterLinesSQL = takeAvailableJobs(true)
+)
+
+// takeAvailableJobs is River's fetch for jobs the caller will run
 // itself (chain.go): per queue of $1, up to the number in $2 of its
-// available event jobs — less those this transaction already took for
-// runner $3 (takePendingJobsSQL: running, attempted now() by runner) — in
-// River's order (priority, scheduled_at, id), skipping those another
-// transaction holds, none from a paused queue, go to running for runner as
-// River's fetch leaves them. It answers each job's queue and row
-// (takenJob).
-var takeAvailableJobsSQL = `WITH want AS (
-		SELECT u.queue, u.n - (SELECT count(*) FROM river_job t
+// available event jobs, in River's order (priority, scheduled_at, id),
+// skipping those another transaction holds, none from a paused queue, go
+// to running for runner $3 as River's fetch leaves them. It answers each
+// job's queue and row (takenJob). With afterLines, the number is less the
+// jobs this transaction already took from ordering lines for runner
+// (takePendingJobsSQL: running, attempted now() by runner), which counts
+// the running jobs of the queue: without lines in the transaction there
+// are none to count.
+func takeAvailableJobs(afterLines bool) string {
+	want := `u.n`
+	if afterLines {
+		want = `u.n - (SELECT count(*) FROM river_job t
 			WHERE t.state = 'running' AND t.queue = u.queue AND t.attempted_at = now()
-			  AND t.attempted_by[array_length(t.attempted_by, 1)] = $3::text) AS n
+			  AND t.attempted_by[array_length(t.attempted_by, 1)] = $3::text)`
+	}
+	return `WITH want AS (
+		SELECT u.queue, ` + want + ` AS n
 		FROM unnest($1::text[], $2::int[]) AS u(queue, n)),
 	picked AS (
 		SELECT p.id FROM want CROSS JOIN LATERAL (
@@ -418,6 +432,7 @@ var takeAvailableJobsSQL = `WITH want AS (
 	UPDATE river_job j SET state = 'running', ` + runningSetSQL("$3::text") + `
 	FROM picked WHERE j.id = picked.id
 	RETURNING j.queue, ` + takenRowSQL
+}
 
 // takenJob is the row takePendingJobsSQL answers.
 type takenJob struct {
