@@ -265,13 +265,14 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 	var wantQueues []string
 	var wantCounts []int32
 	wanting := map[string][]int{} // per queue, the items that take one of its available jobs
+	claimsAhead := ahead != nil && ahead.item != nil
 	for i, it := range items {
 		if _, dup := at[it.key]; dup {
 			continue // completionSkipped
 		}
 		// Items that may chain and claim ahead take an available job of
 		// their queue, an ordered one when its line has no next job to give.
-		if it.chain && it.claimNext && ahead != nil && ahead.item != nil {
+		if it.chain && it.claimNext && claimsAhead {
 			q := QueueFor(it.source, it.dest)
 			if _, ok := wanting[q]; !ok {
 				wantQueues = append(wantQueues, q)
@@ -292,7 +293,6 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 				kind = *it.line.byKind
 			}
 			lineKinds, lineChains = append(lineKinds, kind), append(lineChains, it.chain)
-			withClaims = withClaims || (it.chain && it.claimNext && ahead != nil && ahead.item != nil)
 		}
 		at[it.key] = i
 		out[i].completion = completionLost // unless its key comes back

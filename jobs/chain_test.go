@@ -89,19 +89,11 @@ func claimedAhead(t *testing.T, b *bundle) int {
 func TestChainClaimAheadSeesStale(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
-	var mu sync.Mutex
-	var got []int
-	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var n int
-		_, _ = fmt.Sscanf(r.Header.Get("Hookline-Event-Id"), "evt_st_%d", &n)
+	dest := newOrderRecorder(t, recorderOptions{IDFormat: "evt_st_%d", Before: func(n int) {
 		if n == 0 {
 			<-release
 		}
-		mu.Lock()
-		got = append(got, n)
-		mu.Unlock()
-	}))
-	t.Cleanup(dest.Close)
+	}})
 	keyOf, err := providers.ParseKeyResolver("json:data.object.id")
 	require.NoError(t, err)
 	byOf, err := providers.ParseKeyResolver("json:created")
@@ -117,9 +109,8 @@ func TestChainClaimAheadSeesStale(t *testing.T) {
 
 	b.waitIdle(t, 60*time.Second)
 	ctx := context.Background()
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, []int{0, 2, 4, 5, 7}, got, "forwarded: each event not older than the greatest created forwarded before it")
+	require.Equal(t, map[string][]int{"ch_st": {0, 2, 4, 5, 7}}, dest.forwards(t),
+		"forwarded: each event not older than the greatest created forwarded before it")
 	var skipped []string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT array_agg(event_id ORDER BY order_seq) FROM hookline_event_destinations
 		WHERE state = 'completed' AND skipped = 'stale'`).Scan(&skipped))

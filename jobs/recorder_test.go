@@ -23,7 +23,7 @@ type orderRecorder struct {
 	mu       sync.Mutex
 	got      map[string][]int
 	inFlight map[string]bool
-	attempts map[int]int // per event number, the forwards recorded
+	attempts map[string]int // per event id, the forwards recorded
 	overlaps int
 }
 
@@ -46,9 +46,10 @@ type recorderOptions struct {
 // newOrderRecorder starts an orderRecorder, closed when t ends.
 func newOrderRecorder(t *testing.T, o recorderOptions) *orderRecorder {
 	t.Helper()
-	rec := &orderRecorder{got: map[string][]int{}, inFlight: map[string]bool{}, attempts: map[int]int{}}
+	rec := &orderRecorder{got: map[string][]int{}, inFlight: map[string]bool{}, attempts: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := eventNumber(r.Header.Get("Hookline-Event-Id"), o.IDFormat)
+		id := r.Header.Get("Hookline-Event-Id")
+		n := eventNumber(id, o.IDFormat)
 		if o.Before != nil {
 			o.Before(n)
 		}
@@ -58,8 +59,8 @@ func newOrderRecorder(t *testing.T, o recorderOptions) *orderRecorder {
 			rec.overlaps++
 		}
 		rec.inFlight[key] = true
-		fail := o.Fail != nil && o.Fail(n, rec.attempts[n])
-		rec.attempts[n]++
+		fail := o.Fail != nil && o.Fail(n, rec.attempts[id])
+		rec.attempts[id]++
 		rec.got[key] = append(rec.got[key], n)
 		rec.mu.Unlock()
 		time.Sleep(o.Hold)
