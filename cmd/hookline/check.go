@@ -30,6 +30,10 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// What serve would refuse too: this binary registers no Go handlers.
+	if err := app.Check(cfg, app.Options{}); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "%s: ok\n", path)
 	fmt.Fprintf(stdout, "listen %s, workers %d, max_body_bytes %d, ingest batch %v, admin %s\n",
 		cfg.Listen, cfg.Workers, cfg.MaxBodyBytes, cfg.BatchEnabled(), map[bool]string{true: "on", false: "off (no admin_token)"}[cfg.AdminToken != ""])

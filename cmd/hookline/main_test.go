@@ -49,10 +49,30 @@ func TestCheckExitCodes(t *testing.T) {
 	require.Equal(t, 2, code, out)
 	require.Contains(t, out, "sources[0].provider")
 
-	good := writeConfig(t, "database_url: x\nsources:\n  - {name: a, provider: stripe, secrets: [s]}\n")
+	const src = "sources:\n  - {name: a, provider: stripe, secrets: [s], destination: {url: 'http://127.0.0.1:9/x'}}\n"
+	good := writeConfig(t, "database_url: postgres://u:pw@127.0.0.1:5432/db\n"+src)
 	code, out = run(t, "check", "--config", good)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "stripe")
+
+	// What serve would refuse, check refuses too, naming the field.
+	for want, cfg := range map[string]string{
+		"database_url: required":                 src,
+		"database_url: cannot parse":             "database_url: 'not a url'\n" + src,
+		"listen: \"notaport\": want host:port":   "database_url: postgres://h/db\nlisten: notaport\n" + src,
+		"sources[0].destination.url: required":   "database_url: postgres://h/db\nsources:\n  - {name: a, provider: stripe, secrets: [s]}\n",
+		"workers: want a whole number, not text": "database_url: postgres://h/db\nworkers: lots\n" + src,
+	} {
+		code, out = run(t, "check", "--config", writeConfig(t, cfg))
+		require.Equal(t, 2, code, out)
+		require.Contains(t, out, want)
+	}
+	// A number from the environment fills a numeric field.
+	cmd := exec.Command(binary(t), "check", "--config", writeConfig(t, "database_url: postgres://h/db\nworkers: ${HL_TEST_WORKERS}\n"+src))
+	cmd.Env = append(os.Environ(), "HL_TEST_WORKERS=7", "GORACE=atexit_sleep_ms=0")
+	got, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", got)
+	require.Contains(t, string(got), "workers 7")
 
 	code, _ = run(t, "check", "--config", filepath.Join(t.TempDir(), "missing.yaml"))
 	require.Equal(t, 2, code)

@@ -96,12 +96,9 @@ type App struct {
 // is honoured. Requests are bounded by their own deadlines either way (an
 // outage answers 503 within the ingest commit bound).
 func NewPool(ctx context.Context, cfg *config.Config) (*pgxpool.Pool, error) {
-	if cfg.DatabaseURL == "" {
-		return nil, errors.New("database_url is empty: set it in the config (e.g. database_url: \"${DATABASE_URL}\") and export DATABASE_URL")
-	}
-	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	pc, err := poolConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("database_url: %w", err)
+		return nil, err
 	}
 	pc.MaxConns = int32(cfg.Database.MaxConns)
 	if pc.ConnConfig.ConnectTimeout == 0 {
@@ -109,6 +106,44 @@ func NewPool(ctx context.Context, cfg *config.Config) (*pgxpool.Pool, error) {
 	}
 	pc.HealthCheckPeriod = 5 * time.Second
 	return pgxpool.NewWithConfig(ctx, pc)
+}
+
+// poolConfig parses database_url; its errors are configuration errors
+// naming the field (pgx's message hides the URL's password).
+func poolConfig(cfg *config.Config) (*pgxpool.Config, error) {
+	if cfg.DatabaseURL == "" {
+		return nil, config.Invalid("database_url", "required: set it in the config (e.g. database_url: \"${DATABASE_URL}\") and export DATABASE_URL")
+	}
+	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return nil, config.Invalid("database_url", "%v (want postgres://user:password@host:5432/dbname, or key=value pairs)", err)
+	}
+	return pc, nil
+}
+
+// Check reports what would stop New from serving cfg with opts, before
+// anything connects: database_url missing or unreadable, a listen address
+// that is not host:port, a destination with neither a URL nor a Go handler
+// registered in opts. Its errors name the field and wrap
+// config.ErrInvalid, as validation's do (hookline check runs it too).
+func Check(cfg *config.Config, opts Options) error {
+	if _, err := poolConfig(cfg); err != nil {
+		return err
+	}
+	for _, l := range []struct{ path, addr string }{{"listen", cfg.Listen}, {"admin_listen", cfg.AdminListen}} {
+		if _, _, err := net.SplitHostPort(l.addr); l.addr != "" && err != nil {
+			return config.Invalid(l.path, "%q: want host:port (e.g. 0.0.0.0:8080, or :8080 for every interface)", l.addr)
+		}
+	}
+	a := &App{Config: cfg, opts: opts}
+	for _, s := range cfg.Sources {
+		for _, d := range s.Destinations {
+			if _, err := a.target(s, d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // defaultConnectTimeout bounds a new connection when database_url does not
@@ -124,6 +159,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if err := Check(cfg, opts); err != nil {
+		return nil, err
 	}
 	a := &App{Config: cfg, Registry: metrics.NewRegistry(), Log: opts.Logger, opts: opts}
 	pool, err := NewPool(ctx, cfg)
@@ -256,9 +294,9 @@ func (a *App) target(s *config.Source, d *config.Destination) (*jobs.Target, err
 		// Ingest routes to it; a worker will need the handler.
 		t.HTTP = &jobs.Destination{}
 	case d.Handler != "":
-		return nil, fmt.Errorf("sources[%s].destinations[%s].handler: no Go handler is registered as %q", s.Name, d.Name, d.Handler)
+		return nil, config.Invalid(d.Path()+".handler", "no Go handler is registered as %q", d.Handler)
 	default:
-		return nil, fmt.Errorf("sources[%s].destination.url: required (or register a Go handler for this source)", s.Name)
+		return nil, config.Invalid(d.Path()+".url", "required (or register a Go handler for source %q)", s.Name)
 	}
 	return t, nil
 }

@@ -253,6 +253,7 @@ type Destination struct {
 
 	ratePerSecond float64
 	matcher       *route.Matcher
+	path          string // its YAML path, for errors found later (Path)
 }
 
 // Ordering is a source's per-key ordering.
@@ -311,6 +312,11 @@ func (d *Destination) Rate() float64 { return d.ratePerSecond }
 // Matcher is the destination's filter (types and where), built by Validate.
 func (d *Destination) Matcher() *route.Matcher { return d.matcher }
 
+// Path is the destination's YAML path ("sources[0].destination",
+// "sources[1].destinations[2]"), for naming its fields in errors found
+// after validation.
+func (d *Destination) Path() string { return d.path }
+
 // Backoff bounds the exponential, jittered delay between attempts.
 type Backoff struct {
 	Min Duration `yaml:"min"`
@@ -351,6 +357,11 @@ func wrap(err error) error        { return invalid{err} }
 func field(path, format string, args ...any) error {
 	return wrap(&FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
 }
+
+// Invalid is a validation error (ErrInvalid, exit code 2) naming the field
+// at path: for what is checked outside this package, where the
+// configuration meets what the program offers (its Go handlers, a database).
+func Invalid(path, format string, args ...any) error { return field(path, format, args...) }
 
 // Load reads and validates the file at path.
 func Load(path string) (*Config, error) {
@@ -393,13 +404,19 @@ func ParseLookup(raw []byte, lookup Lookup) (*Config, error) {
 	dec.KnownFields(true)
 	var c Config
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		var de *durationError
-		if errors.As(err, &de) {
-			// Positions are those of expanded, so look the path up there.
-			var doc yaml.Node
-			if yaml.Unmarshal(expanded, &doc) == nil {
+		// Positions are those of expanded, so look paths up there.
+		var doc yaml.Node
+		if yaml.Unmarshal(expanded, &doc) == nil {
+			var de *durationError
+			if errors.As(err, &de) {
 				if p := pathAt(&doc, de.line, de.column); p != "" {
 					return nil, field(p, "%s", de.msg())
+				}
+			}
+			var te *yaml.TypeError
+			if errors.As(err, &te) {
+				if named := nameTypeError(&doc, te); named != nil {
+					return nil, named
 				}
 			}
 		}
@@ -772,6 +789,7 @@ func (s *Source) validateDestinations(p string) error {
 // its timeout against the lease (an attempt runs under its lease), attempts,
 // backoff, signing secret and flow control.
 func (s *Source) validateDestination(sp, p string, d *Destination, listed bool) error {
+	d.path = p
 	if err := d.validateTarget(p, listed); err != nil {
 		return err
 	}

@@ -132,8 +132,56 @@ func TestUnknownFieldsAreErrors(t *testing.T) {
 	} {
 		_, err := config.Parse([]byte(src), env(nil))
 		require.ErrorIs(t, err, config.ErrInvalid)
-		require.Contains(t, err.Error(), "not found")
+		require.Contains(t, err.Error(), "unknown field")
 	}
+}
+
+// A value of the wrong kind is named by its path, with what the field
+// wants, and never quoted (it may be a secret); so is an unknown field.
+func TestTypeErrorsNameTheField(t *testing.T) {
+	t.Parallel()
+	for want, src := range map[string]string{
+		"workers: want a whole number, not text":                                                    "workers: lots\nsources:\n" + oneSource,
+		"max_body_bytes: want a whole number, not text":                                             "max_body_bytes: big\nsources:\n" + oneSource,
+		"sources[0].secrets: want a list, not text":                                                 "sources:\n  - {name: a, provider: stripe, secrets: topsecretvalue}\n",
+		"sources[1].destination.max_attempts: want a whole number, not text":                        "sources:\n" + oneSource + "  - name: b\n    provider: stripe\n    secrets: [s]\n    destination:\n      url: http://x\n      max_attempts: many\n",
+		"sources[0].destination.bogus: unknown field":                                               "sources:\n  - {name: a, provider: stripe, secrets: [s], destination: {url: 'http://x', bogus: 1}}\n",
+		"ingest.batch: want true or false, not a whole number":                                      "ingest: {batch: 3}\nsources:\n" + oneSource,
+		"sources: want a list, not a mapping":                                                       "sources: {a: 1}\n",
+		"sources[0].destinations[0].types: want a list, not text":                                   "sources:\n  - {name: a, provider: stripe, secrets: [s], destinations: [{name: d, url: 'http://x', types: 'invoice.*'}]}\n",
+		"sources[0].destinations[0].circuit: want a mapping (key: value lines), not a whole number": "sources:\n  - {name: a, provider: stripe, secrets: [s], destinations: [{name: d, url: 'http://x', circuit: 5}]}\n",
+	} {
+		_, err := config.Parse([]byte("database_url: x\n"+src), env(nil))
+		fieldError(t, err)
+		require.Contains(t, err.Error(), want)
+		require.NotContains(t, err.Error(), "topsecret")
+	}
+}
+
+// ${VAR} fills numeric and boolean fields too, quoted or not, while a
+// string field keeps the value's text.
+func TestExpandTypedValues(t *testing.T) {
+	t.Parallel()
+	e := env(map[string]string{"W": "7", "MB": "1234", "B": "false", "TOK": "007", "R": "0.5"})
+	c, err := config.Parse([]byte(`database_url: x
+workers: ${W}
+max_body_bytes: "${MB}"
+admin_token: ${TOK}
+ingest:
+  batch: ${B}
+tracing:
+  sample_ratio: ${R}
+sources:
+`+oneSource), e)
+	require.NoError(t, err)
+	require.Equal(t, 7, c.Workers)
+	require.EqualValues(t, 1234, c.MaxBodyBytes)
+	require.Equal(t, "007", c.AdminToken, "a string field keeps the text")
+	require.False(t, c.BatchEnabled())
+	require.Equal(t, 0.5, *c.Tracing.SampleRatio)
+
+	_, err = config.Parse([]byte("database_url: x\nworkers: ${W:-many}\nsources:\n"+oneSource), env(nil))
+	require.Equal(t, "workers: want a whole number, not text", fieldError(t, err).Error())
 }
 
 func TestBadDurationNamesTheValue(t *testing.T) {

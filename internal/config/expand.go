@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -249,9 +250,7 @@ func expand(root *yaml.Node, lookup Lookup) error {
 				return field(path, "%v", err)
 			}
 			n.Value = out
-			if n.Tag == "!!null" || n.Tag == "" {
-				n.Tag = "!!str"
-			}
+			retype(n)
 			if u != "" {
 				unset[n] = u
 			}
@@ -262,6 +261,25 @@ func expand(root *yaml.Node, lookup Lookup) error {
 		return nil
 	}}
 	return w.walk(root, "", "", false)
+}
+
+// retype gives an expanded scalar n the type its value has, as if it had
+// been written in the file: a number or true/false fills a numeric or
+// boolean field (workers: ${WORKERS}, or "${WORKERS}" quoted), and a string
+// field still gets the value's text. Anything else stays a string, an
+// empty value too (admin_token: ${TOKEN} with TOKEN empty is "", not
+// null). An explicit tag (!!str ${X}) is kept.
+func retype(n *yaml.Node) {
+	if n.Style&yaml.TaggedStyle != 0 {
+		return
+	}
+	probe := yaml.Node{Kind: yaml.ScalarNode, Value: n.Value}
+	switch probe.ShortTag() {
+	case "!!int", "!!float", "!!bool":
+		n.Tag, n.Style = "", n.Style&^(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle)
+	default:
+		n.Tag = "!!str"
+	}
 }
 
 // pathAt returns the YAML path of the node at line:column of root ("" when
@@ -276,4 +294,107 @@ func pathAt(root *yaml.Node, line, column int) string {
 	}}
 	_ = w.walk(root, "", "", false)
 	return found
+}
+
+// yaml.v3's type errors: a value of the wrong kind, an unknown field.
+var (
+	wrongKindRE    = regexp.MustCompile("^line (\\d+): cannot unmarshal (!!\\w+)(?: `(.*)`)? into (.+)$")
+	unknownFieldRE = regexp.MustCompile(`^line (\d+): field (.+) not found in type .+$`)
+)
+
+// nameTypeError is te's first error naming the field by its path in root
+// (the document decoded) and saying what it wants, without quoting the
+// value (it may be a secret); nil when the field cannot be found.
+func nameTypeError(root *yaml.Node, te *yaml.TypeError) error {
+	if len(te.Errors) == 0 {
+		return nil
+	}
+	msg, more := te.Errors[0], ""
+	if n := len(te.Errors) - 1; n > 0 {
+		more = fmt.Sprintf(" (and %d more such errors)", n)
+	}
+	if m := unknownFieldRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		if p := pathOn(root, line, func(n *yaml.Node) bool { return n.Value == m[2] }); p != "" {
+			return field(p, "unknown field (misspelt, or indented under the wrong key?)%s", more)
+		}
+		return nil
+	}
+	m := wrongKindRE.FindStringSubmatch(msg)
+	if m == nil {
+		return nil
+	}
+	line, _ := strconv.Atoi(m[1])
+	tag, value := m[2], m[3]
+	p := pathOn(root, line, func(n *yaml.Node) bool {
+		if n.ShortTag() != tag {
+			return false
+		}
+		if v, cut := strings.CutSuffix(value, "..."); cut {
+			return strings.HasPrefix(n.Value, v)
+		}
+		return n.Kind != yaml.ScalarNode || n.Value == value
+	})
+	if p == "" {
+		return nil
+	}
+	return field(p, "want %s, not %s%s", goKind(m[4]), yamlKind(tag), more)
+}
+
+// pathOn is the path of the first node on line (in document order) that
+// match accepts; "" when none does.
+func pathOn(root *yaml.Node, line int, match func(*yaml.Node) bool) string {
+	found := ""
+	w := walker{visit: func(n *yaml.Node, path, _ string, _ bool) error {
+		if found == "" && n.Line == line && match(n) {
+			found = path
+			if found == "" {
+				found = "(top level)"
+			}
+		}
+		return nil
+	}}
+	_ = w.walk(root, "", "", false)
+	return found
+}
+
+// goKind says in words what a field of Go type t holds.
+func goKind(t string) string {
+	t = strings.TrimPrefix(t, "*")
+	switch {
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
+		return "a whole number"
+	case strings.HasPrefix(t, "float"):
+		return "a number"
+	case t == "bool":
+		return "true or false"
+	case t == "string":
+		return "a string"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["), strings.Contains(t, "."):
+		return "a mapping (key: value lines)"
+	}
+	return t
+}
+
+// yamlKind says in words what a YAML value of tag holds.
+func yamlKind(tag string) string {
+	switch tag {
+	case "!!str":
+		return "text"
+	case "!!int":
+		return "a whole number"
+	case "!!float":
+		return "a number"
+	case "!!bool":
+		return "true/false"
+	case "!!seq":
+		return "a list"
+	case "!!map":
+		return "a mapping"
+	case "!!null":
+		return "an empty value"
+	}
+	return tag
 }
