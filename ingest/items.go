@@ -7,6 +7,11 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hookline/hookline/internal/tracing"
 	"github.com/hookline/hookline/providers"
 )
 
@@ -114,7 +119,8 @@ func (s *Server) Accepted(ctx context.Context, source string, items []Item) ([]b
 // StoreItems stores items of source, in the order given, each as a
 // delivery of origin (OriginReconcile) through the ingest path: each is
 // committed before the next is submitted, so ordered keys see them in the
-// order given. It returns each item's result (accepted, or a duplicate of
+// order given. Each item's delivery gets a trace (storeItem), which its
+// event's attempts continue. It returns each item's result (accepted, or a duplicate of
 // an event already accepted); on an error, the items before it stay stored.
 func (s *Server) StoreItems(ctx context.Context, source string, items []Item, origin string) ([]EventResult, error) {
 	src, ok := s.sources[source]
@@ -133,20 +139,38 @@ func (s *Server) StoreItems(ctx context.Context, source string, items []Item, or
 		now := time.Now().UTC()
 		d := &Delivery{Source: src, ReceivedAt: now, ContentType: "application/json", Body: it.Body, Origin: origin,
 			Headers: map[string][]string{"Content-Type": {"application/json"}}, Events: []DeliveryEvent{ev}}
-		res, err := s.store(ctx, d, now.Add(s.cfg.QueueTimeout))
-		if errors.Is(err, ErrBusy) {
-			// The committer is saturated by webhooks: they go first; wait and retry.
-			select {
-			case <-ctx.Done():
-				return out, ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-			}
-			res, err = s.store(ctx, d, time.Now().Add(s.cfg.QueueTimeout))
-		}
+		res, err := s.storeItem(ctx, d)
 		if err != nil {
 			return out, fmt.Errorf("store item %d (event %s): %w", i, ev.ID, err)
 		}
 		out = append(out, res...)
 	}
 	return out, nil
+}
+
+// storeItem stores one item's delivery d under a span of its own, whose
+// trace becomes the event's trace as a webhook request's does: it
+// continues ctx's trace if ctx has one, else it starts one per item.
+func (s *Server) storeItem(ctx context.Context, d *Delivery) ([]EventResult, error) {
+	ctx, span := s.cfg.Tracer.Start(ctx, "store "+d.Origin+" event", trace.WithSpanKind(trace.SpanKindProducer))
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("hookline.source", d.Source.Name), attribute.String("hookline.origin", d.Origin),
+			attribute.String("hookline.event_id", d.Events[0].ID))
+	}
+	d.TraceParent = tracing.TraceParent(ctx)
+	res, err := s.store(ctx, d, d.ReceivedAt.Add(s.cfg.QueueTimeout))
+	if errors.Is(err, ErrBusy) {
+		// The committer is saturated by webhooks: they go first; wait and retry.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		res, err = s.store(ctx, d, time.Now().Add(s.cfg.QueueTimeout))
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return res, err
 }

@@ -114,6 +114,30 @@ func TestDeadSetRetry(t *testing.T) {
 		require.ErrorIs(t, err, jobs.ErrDeadItemNotFound)
 	})
 
+	t.Run("KeepsOriginAndTrace", func(t *testing.T) {
+		t.Parallel()
+		b := dsSetup(t, 0)
+		b.deadEvents(t, "t", "evt_", 2)
+		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		_, err := b.pool.Exec(ctx, `UPDATE hookline_deliveries SET origin = 'reconcile', traceparent = $1
+			WHERE id = (SELECT delivery_id FROM hookline_events WHERE event_id = 'evt_1')`, tp)
+		require.NoError(t, err)
+		for _, id := range []string{"evt_1", "evt_2"} {
+			_, err = b.dead.Retry(ctx, b.firstDeadID(t, "event_id = $1", id))
+			require.NoError(t, err)
+		}
+		var origin, trace string
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT d.origin, d.traceparent FROM hookline_event_destinations r
+			JOIN hookline_deliveries d ON d.id = r.delivery_id WHERE r.event_id = 'evt_1'`).Scan(&origin, &trace))
+		require.Equal(t, "reconcile", origin, "the retry's delivery keeps the origin of the one the event died with")
+		require.Equal(t, tp, trace, "and its trace")
+		var trace2 *string
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT d.origin, d.traceparent FROM hookline_event_destinations r
+			JOIN hookline_deliveries d ON d.id = r.delivery_id WHERE r.event_id = 'evt_2'`).Scan(&origin, &trace2))
+		require.Equal(t, "webhook", origin)
+		require.Nil(t, trace2, "none to keep")
+	})
+
 	t.Run("CreatesMissingEvent", func(t *testing.T) {
 		t.Parallel()
 		b := dsSetup(t, 0)

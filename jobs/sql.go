@@ -35,8 +35,17 @@ func startAttemptSQL(source, eventID, dest, job, from, returning string) string 
 		RETURNING ` + returning + ` r.attempts, r.job_attempts, e.event_type, r.delivery_id, d.content_type, d.headers, d.received_at,
 			hookline_item(d.body, r.item_offset, r.item_length) AS body, d.origin,
 			r.order_key, r.order_seq IS NOT NULL AS in_line, r.order_by::text AS order_by, r.order_by_kind,
-			` + staleSQL + ` AS stale, d.traceparent`
+			` + staleSQL + ` AS stale, ` + eventTraceSQL + ` AS traceparent`
 }
+
+// eventTraceSQL is the traceparent an attempt of destination row r
+// continues: the event's trace, that of its first delivery (event e's; the
+// one the event lookup shows), also when r works from a later one (a
+// provider's re-delivery after the event died, an operator's retry); the
+// delivery d of r when the first one has none or is gone. The subquery
+// runs only for such later deliveries.
+const eventTraceSQL = `CASE WHEN r.delivery_id = e.delivery_id THEN d.traceparent
+			ELSE COALESCE((SELECT f.traceparent FROM hookline_deliveries f WHERE f.id = e.delivery_id), d.traceparent) END`
 
 // staleSQL is true when the destination row r is in its ordering line and
 // its ordering.by is less than the greatest one among the line's events
@@ -285,15 +294,17 @@ var stmt = struct {
 	deleteDeadItem: `DELETE FROM hookline_dead WHERE id = $1`,
 	lockDeadItem:   `SELECT source, event_id, destination, reason, clock_timestamp() FROM hookline_dead WHERE id = $1 FOR UPDATE`,
 	// The item leaves the dead set; its payload becomes a new delivery (so a
-	// retry works after the original was pruned); the event (created if
-	// missing) and its destination point at it, the destination queued
-	// again, its counts kept.
+	// retry works after the original was pruned), of the origin and in the
+	// trace of the delivery it died with when that one is still stored; the
+	// event (created if missing) and its destination point at it, the
+	// destination queued again, its counts kept.
 	requeueDeadItem: `WITH dead AS (
 			DELETE FROM hookline_dead WHERE id = $1
-			RETURNING source, event_id, destination, event_type, content_type, headers, payload),
+			RETURNING source, event_id, destination, event_type, content_type, headers, payload, delivery_id),
 		deliv AS (
-			INSERT INTO hookline_deliveries (source, content_type, headers, body)
-			SELECT source, content_type, headers, payload FROM dead
+			INSERT INTO hookline_deliveries (source, content_type, headers, body, origin, traceparent)
+			SELECT dead.source, dead.content_type, dead.headers, dead.payload, COALESCE(o.origin, 'webhook'), o.traceparent
+			FROM dead LEFT JOIN hookline_deliveries o ON o.id = dead.delivery_id
 			RETURNING id),
 		ev AS (
 			INSERT INTO hookline_events AS e (source, event_id, event_type, delivery_id)

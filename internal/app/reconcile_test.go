@@ -144,9 +144,19 @@ func TestReconcileStoresWhatWasNeverDelivered(t *testing.T) {
 			require.IsIncreasing(t, found, "key %s: reconciled events forwarded out of provider order", key)
 		}
 	}
+	// Each reconciled event has a trace of its own, shown by the lookup
+	// and carried by its forward.
+	traces := map[string]bool{}
+	for id := range missing {
+		_, ev := adminGet(t, base, "/admin/events/s/"+id)
+		require.Equal(t, "reconcile", ev["origin"])
+		m := traceparentRE.FindStringSubmatch(dest.headers[id].Get("Traceparent"))
+		require.NotNil(t, m, "%s: forward's traceparent %q", id, dest.headers[id].Get("Traceparent"))
+		require.Equal(t, ev["trace_id"], m[1], "%s: the forward is in the trace the lookup shows", id)
+		traces[m[1]] = true
+	}
+	require.Len(t, traces, len(missing), "one trace per reconciled event")
 	dest.mu.Unlock()
-	_, ev := adminGet(t, base, "/admin/events/s/"+firstKey(missing))
-	require.Equal(t, "reconcile", ev["origin"])
 
 	_, _, metricsText := get(base + "/metrics")
 	require.Contains(t, metricsText, `hookline_reconciled_total{source="s"} 37`)

@@ -216,3 +216,62 @@ sources:
 	require.Equal(t, ev["trace_id"], m[1], "the forward is in the event's trace")
 	require.NotEqual(t, "00000000000000000000000000000000", m[1])
 }
+
+// An event has one trace, whatever runs its later attempts: an operator's
+// retry of its dead item and a provider's re-delivery after it died (which
+// arrives with a trace of its own) forward in the trace of the event's
+// first delivery, the one the lookup shows.
+func TestRetriesAndRedeliveriesStayInTheEventsTrace(t *testing.T) {
+	t.Parallel()
+	var fail atomic.Bool
+	fail.Store(true)
+	var mu sync.Mutex
+	var parents []string
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		parents = append(parents, r.Header.Get("Traceparent"))
+		mu.Unlock()
+		if fail.Load() {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	}))
+	t.Cleanup(dest.Close)
+	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+database_url: %q
+admin_token: %s
+sources:
+  - name: s
+    provider: stripe
+    secrets: [%q]
+    destination: {url: %q, timeout: 2s, max_attempts: 1}
+`, pgtest.NewURL(t), hostileToken, stripeSecret, dest.URL)
+	ip := startApp(t, cfg, app.Options{})
+	base := ip.url(0)
+
+	const first, second = "4bf92f3577b34da6a3ce929d0e0e4736", "0af7651916cd43dd8448eb211c80319c"
+	require.Equal(t, http.StatusOK, postEvent(testClient, base, "s", "evt_again", stripeSecret, "traceparent", "00-"+first+"-00f067aa0ba902b7-01").Status)
+	eventState(t, base, "s", "evt_again", 30*time.Second, "dead")
+
+	// The operator retries the dead item; it fails again.
+	code, body := adminPost(t, base, "/admin/dead/"+deadItem(t, base, "s", "evt_again")["id"].(string)+"/retry")
+	require.Equal(t, http.StatusAccepted, code, body)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(parents) == 2 }, 30*time.Second, 50*time.Millisecond)
+	eventState(t, base, "s", "evt_again", 30*time.Second, "dead")
+
+	// The provider delivers it again, in another trace; now it succeeds.
+	fail.Store(false)
+	a := postEvent(testClient, base, "s", "evt_again", stripeSecret, "traceparent", "00-"+second+"-b7ad6b7169203331-01")
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	ev := eventState(t, base, "s", "evt_again", 30*time.Second, "completed")
+	require.Equal(t, first, ev["trace_id"], "the lookup shows the first delivery's trace")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, parents, 3)
+	for i, p := range parents {
+		m := traceparentRE.FindStringSubmatch(p)
+		require.NotNil(t, m, "forward %d's traceparent %q", i+1, p)
+		require.Equal(t, first, m[1], "forward %d (first attempt, operator retry, re-delivery) is in the event's trace", i+1)
+	}
+}
