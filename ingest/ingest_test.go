@@ -173,6 +173,15 @@ func TestIngest(t *testing.T) {
 				require.NoError(t, err)
 				resp.Body.Close()
 				require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+				require.Equal(t, "POST", resp.Header.Get("Allow"))
+				for _, m := range []string{http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions} {
+					req, _ := http.NewRequest(m, b.url+"/webhooks/stripe", nil)
+					resp, err := http.DefaultClient.Do(req)
+					require.NoError(t, err)
+					resp.Body.Close()
+					require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, m)
+					require.Equal(t, "POST", resp.Header.Get("Allow"), "%s: Allow names only what the route takes", m)
+				}
 			})
 
 			t.Run("Oversize413", func(t *testing.T) {

@@ -89,6 +89,9 @@ type Source struct {
 
 	sem        chan struct{}
 	dropHeader map[string]bool // never stored: credentials and hop-by-hop headers
+	// defaultType is the provider's default type resolver when every event
+	// of its scheme has a type (providers.Description.DefaultEventType).
+	defaultType string
 }
 
 // Destination is one destination of a source, as ingest routes to it.
@@ -139,6 +142,9 @@ func (s *Source) withDefaults() {
 		d.queue = jobs.QueueFor(s.Name, d.Name)
 	}
 	s.dropHeader = dropHeaders(s.Provider)
+	if d, ok := s.Provider.(providers.Describer); ok {
+		s.defaultType = d.Describe().DefaultEventType
+	}
 }
 
 // Config configures a Server. Pointer fields are required unless noted.
@@ -279,6 +285,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.IngestRoutes {
 		e.POST("/webhooks/:source", s.receive)
 		e.GET("/webhooks/:source", s.handshake)
+		e.Match([]string{http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions},
+			"/webhooks/:source", s.notAllowed)
 		// Other methods on this path get echo's 405.
 	}
 	s.echo = e
@@ -445,7 +453,21 @@ func (s *Server) handshake(c echo.Context) error {
 			return c.Blob(code, ct, body)
 		}
 	}
-	c.Response().Header().Set("Allow", http.MethodPost)
+	return s.notAllowed(c)
+}
+
+// notAllowed answers a method other than POST (or a GET the source's
+// adapter has no handshake for) with 405 and Allow: what the source takes.
+func (s *Server) notAllowed(c echo.Context) error {
+	src, ok := s.sources[c.Param("source")]
+	if !ok {
+		return httpjson.Error(c, http.StatusNotFound, "unknown source")
+	}
+	allow := http.MethodPost
+	if _, ok := src.Provider.(providers.GetResponder); ok && c.Request().Method != http.MethodGet {
+		allow = http.MethodGet + ", " + http.MethodPost
+	}
+	c.Response().Header().Set("Allow", allow)
 	return httpjson.Error(c, http.StatusMethodNotAllowed, "method not allowed: webhooks are POSTed")
 }
 
@@ -683,7 +705,7 @@ func resolve(src *Source, pr *providers.Request, d *Delivery) error {
 	if err != nil {
 		return err
 	}
-	if err := checkEvent(src, ev, src.EventType != nil); err != nil {
+	if err := checkEvent(src, ev, src.EventType != nil || src.defaultType != ""); err != nil {
 		return err
 	}
 	de := DeliveryEvent{ID: ev.ID, Type: ev.Type, Length: -1, Matched: match(src, ev.Type, pr.Body)}
@@ -744,11 +766,15 @@ const MaxEventIDBytes = 1024
 // checkEvent refuses, as a 400 naming the resolver, an event id that is
 // empty or only whitespace (Unicode spaces included: such a key names
 // nothing a worker could claim), a type that is only whitespace (or empty,
-// when typeRequired: the source configures an event_type resolver), and an
+// when typeRequired: the source configures an event_type resolver, or its
+// provider's scheme gives every event a type), and an
 // id or type Postgres could not store: a NUL byte or invalid UTF-8, or an id
 // past MaxEventIDBytes. Caught here, such a delivery is never stored.
 func checkEvent(src *Source, ev providers.Event, typeRequired bool) error {
 	idName, typeName := resolverName(src.EventIDName), resolverName(src.EventTypeName)
+	if src.EventTypeName == "" && src.defaultType != "" {
+		typeName = "the provider's default resolver " + src.defaultType
+	}
 	if strings.TrimSpace(ev.ID) == "" {
 		return fmt.Errorf("%w: the event id resolved by %s is empty or blank", providers.ErrNoEventID, idName)
 	}

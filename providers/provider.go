@@ -191,6 +191,12 @@ type Description struct {
 	// For a Splitter, json paths are relative to each item. Empty means the
 	// adapter has no default: sources must configure event_id (hmac).
 	DefaultEventID string
+	// DefaultEventType is the default event type, one resolver ("json:type",
+	// "header:X-GitHub-Event"), when the scheme gives every event a type:
+	// an event whose type resolves empty or blank is then refused (400).
+	// Empty: the adapter's type is optional (or it resolves one per batch
+	// item).
+	DefaultEventType string
 	// DefaultTolerance is the default maximum signature age; zero when the
 	// scheme has no timestamp.
 	DefaultTolerance time.Duration

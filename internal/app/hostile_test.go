@@ -128,10 +128,16 @@ func TestBlankEventIDsAreRefused(t *testing.T) {
 		require.Contains(t, a.Body, "event id", "id %q", id)
 		require.Contains(t, a.Body, "resolver", "the answer names the resolver")
 	}
-	body := []byte(`{"id":"evt_blank_type","object":"event","type":"  ","created":1764504000}`)
-	a := postRaw(t, ip.url(0)+"/webhooks/s", body, "Content-Type", "application/json", "Stripe-Signature", stripeSig(body, stripeSecret))
-	require.Equal(t, http.StatusBadRequest, a.Status, a.Body)
-	require.Contains(t, a.Body, "event type")
+	// Every Stripe event has a type: blank, empty or missing is refused.
+	for _, body := range []string{
+		`{"id":"evt_blank_type","object":"event","type":"  ","created":1764504000}`,
+		`{"id":"evt_empty_type","object":"event","type":"","created":1764504000}`,
+		`{"id":"evt_no_type","object":"event","created":1764504000}`,
+	} {
+		a := postRaw(t, ip.url(0)+"/webhooks/s", []byte(body), "Content-Type", "application/json", "Stripe-Signature", stripeSig([]byte(body), stripeSecret))
+		require.Equal(t, http.StatusBadRequest, a.Status, a.Body)
+		require.Contains(t, a.Body, "event type resolved by the provider's default resolver json:type is empty or blank", body)
+	}
 
 	pool := connect(t, dbURL)
 	var events, deliveries int

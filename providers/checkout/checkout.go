@@ -129,5 +129,5 @@ func (v *Verifier) Describe() providers.Description {
 	if v.authKey != nil {
 		h = append(h, AuthorizationHeader)
 	}
-	return providers.Description{Headers: h, DefaultEventID: "json:id", IDSigned: true}
+	return providers.Description{Headers: h, DefaultEventID: "json:id", DefaultEventType: "json:type", IDSigned: true}
 }

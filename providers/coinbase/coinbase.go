@@ -75,5 +75,5 @@ func (v *Verifier) Sign(r *providers.Request, _ time.Time) error {
 // Describe implements providers.Describer.
 func (v *Verifier) Describe() providers.Description {
 	// The id is the signed body's.
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:event.id", IDSigned: true}
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:event.id", DefaultEventType: "json:event.type", IDSigned: true}
 }

@@ -126,9 +126,10 @@ func (v *Verifier) ContentKey(r *providers.Request) []byte {
 // signed (IDSigned false; see ContentKey).
 func (v *Verifier) Describe() providers.Description {
 	return providers.Description{
-		Headers:         []string{HeaderSignature256},
-		FallbackHeaders: []string{HeaderSignature},
-		DefaultEventID:  "{header:" + HeaderHookID + "}:{header:" + HeaderDelivery + "}",
-		IDSigned:        false,
+		Headers:          []string{HeaderSignature256},
+		FallbackHeaders:  []string{HeaderSignature},
+		DefaultEventID:   "{header:" + HeaderHookID + "}:{header:" + HeaderDelivery + "}",
+		DefaultEventType: "header:" + HeaderEvent,
+		IDSigned:         false,
 	}
 }

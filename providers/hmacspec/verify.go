@@ -261,6 +261,9 @@ func (v *Verifier) Describe() providers.Description {
 		FallbackHeaders: v.spec.ExtraHeaders,
 		DefaultEventID:  v.spec.EventID,
 		IDSigned:        v.idSigned,
+		// A spec names a type resolver only for schemes whose every event
+		// has one.
+		DefaultEventType: v.spec.EventType,
 	}
 	if v.spec.stampHeader() {
 		d.Headers = append(d.Headers, v.spec.TimestampHeader)

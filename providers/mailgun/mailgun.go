@@ -161,5 +161,5 @@ func (v *Verifier) Sign(r *providers.Request, now time.Time) error {
 // Describe implements providers.Describer: the signature is in the body,
 // and the event id is not signed (see ContentKey).
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{DefaultEventID: "json:event-data.id", IDSigned: false}
+	return providers.Description{DefaultEventID: "json:event-data.id", DefaultEventType: "json:event-data.event", IDSigned: false}
 }

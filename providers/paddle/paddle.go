@@ -155,5 +155,5 @@ func (v *Verifier) Sign(r *providers.Request, now time.Time) error {
 // Describe implements providers.Describer.
 func (v *Verifier) Describe() providers.Description {
 	// The id is the signed body's.
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:event_id", DefaultTolerance: DefaultTolerance, IDSigned: true}
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:event_id", DefaultEventType: "json:event_type", DefaultTolerance: DefaultTolerance, IDSigned: true}
 }

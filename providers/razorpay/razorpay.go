@@ -91,5 +91,5 @@ func (v *Verifier) ContentKey(r *providers.Request) []byte {
 // Describe implements providers.Describer. The id header is not signed
 // (IDSigned false; see ContentKey).
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "header:" + EventIDHeader, IDSigned: false}
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "header:" + EventIDHeader, DefaultEventType: "json:event", IDSigned: false}
 }

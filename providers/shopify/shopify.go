@@ -111,5 +111,6 @@ func (v *Verifier) ContentKey(r *providers.Request) []byte {
 // fallback, read only without X-Shopify-Hmac-Sha256. The id header is not
 // signed (IDSigned false; see ContentKey).
 func (v *Verifier) Describe() providers.Description {
-	return providers.Description{Headers: []string{HeaderHMAC}, FallbackHeaders: []string{HeaderHMACEvents}, DefaultEventID: defaultEventIDSpec, IDSigned: false}
+	return providers.Description{Headers: []string{HeaderHMAC}, FallbackHeaders: []string{HeaderHMACEvents}, DefaultEventID: defaultEventIDSpec,
+		DefaultEventType: "header:" + HeaderTopic, IDSigned: false}
 }

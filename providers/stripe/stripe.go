@@ -133,5 +133,6 @@ func (v *Verifier) Sign(r *providers.Request, now time.Time) error {
 // Describe implements providers.Describer.
 func (v *Verifier) Describe() providers.Description {
 	// The id is the signed body's.
-	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:id", DefaultTolerance: DefaultTolerance, IDSigned: true}
+	return providers.Description{Headers: []string{Header}, DefaultEventID: "json:id", DefaultEventType: "json:type",
+		DefaultTolerance: DefaultTolerance, IDSigned: true}
 }
