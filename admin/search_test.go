@@ -47,7 +47,7 @@ type eventPage struct {
 		State        string    `json:"state"`
 		Deliveries   int       `json:"deliveries"`
 		Attempts     int       `json:"attempts"`
-		Destinations int       `json:"destinations"`
+		Destinations int       `json:"destination_count"`
 		ReceivedAt   time.Time `json:"received_at"`
 	} `json:"items"`
 	NextCursor string `json:"next_cursor"`

@@ -132,7 +132,7 @@ type eventSummary struct {
 	State        string    `json:"state"` // queued | processing | completed | dead
 	Deliveries   int       `json:"deliveries"`
 	Attempts     int       `json:"attempts"`
-	Destinations int       `json:"destinations"`
+	Destinations int       `json:"destination_count"` // how many it was routed to; the lookup lists them
 	ReceivedAt   time.Time `json:"received_at"`
 }
 

@@ -30,7 +30,8 @@ type DestinationInfo struct {
 	// State is DestinationPaused (the operator's pause wins), else the
 	// circuit: DestinationOpen, DestinationHalfOpen or DestinationActive.
 	State string
-	// Queued counts the events waiting for the destination.
+	// Queued counts the events waiting for the destination: not yet
+	// completed or dead, and not in an attempt now (those are InFlight).
 	Queued int64
 	// InFlight counts the attempts running now (live claims).
 	InFlight      int64
@@ -83,6 +84,10 @@ func (d *Destinations) List(ctx context.Context) ([]DestinationInfo, error) {
 	_, err = pgx.ForEachRow(rows, []any{&di.Source, &di.Name, &circuit, &di.FailureStreak, &di.LastError, &di.PausedAt, &di.Queued, &di.InFlight},
 		func() error {
 			di.State = destinationState(di.PausedAt != nil, circuit)
+			// A destination row stays queued during its attempt (the
+			// worker never writes "processing"), and every live claim is
+			// such a row: counted once, as in flight.
+			di.Queued = max(di.Queued-di.InFlight, 0)
 			out = append(out, di)
 			return nil
 		})

@@ -504,3 +504,37 @@ sources:
 	require.Len(t, items, 1, "one dead item per dead destination: %v", items)
 	require.EqualValues(t, 2, items[0].(map[string]any)["attempts"])
 }
+
+// GET /admin/destinations counts an event in its attempt as in flight, not
+// also as queued; the ones behind it are queued.
+func TestDestinationCountsAnAttemptOnce(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var arrived atomic.Int32
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		arrived.Add(1)
+		<-release
+	}))
+	t.Cleanup(dest.Close)
+	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+database_url: %q
+admin_token: %s
+sources:
+  - name: s
+    provider: stripe
+    secrets: [%q]
+    lease: 30s
+    destinations:
+      - {name: slow, url: %q, timeout: 20s, max_in_flight: 1}
+`, pgtest.NewURL(t), hostileToken, stripeSecret, dest.URL)
+	ip := startApp(t, cfg, app.Options{})
+	t.Cleanup(func() { close(release) }) // before the app stops (cleanups run last first)
+	for _, id := range []string{"evt_c1", "evt_c2", "evt_c3"} {
+		require.Equal(t, http.StatusOK, postEvent(testClient, ip.url(0), "s", id, stripeSecret).Status)
+	}
+	require.Eventually(t, func() bool { return arrived.Load() == 1 }, 30*time.Second, 50*time.Millisecond, "one attempt runs")
+	d := destinationItem(t, ip.url(0), "s", "slow")
+	require.EqualValues(t, 1, d["in_flight"], "%v", d)
+	require.EqualValues(t, 2, d["queued"], "the two waiting behind it, not the one in flight: %v", d)
+}
