@@ -176,6 +176,15 @@ sources:
 `, listen, dbURL, extra, stripeSecret, srcExtra, dest)
 }
 
+// stripeConfig is a config on a loopback port with the test admin token,
+// top (more top-level lines, or ""), and one Stripe source "s" signed with
+// stripeSecret, whose further lines (indented by four: its destinations,
+// lease, ordering) are source.
+func stripeConfig(dbURL, top, source string) string {
+	return fmt.Sprintf("listen: 127.0.0.1:0\ndatabase_url: %q\nadmin_token: %s\n%ssources:\n  - name: s\n    provider: stripe\n    secrets: [%q]\n%s",
+		dbURL, hostileToken, top, stripeSecret, source)
+}
+
 // inproc is an app.App running in this test process.
 type inproc struct {
 	app    *app.App

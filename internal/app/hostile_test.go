@@ -222,16 +222,9 @@ func TestGarbageErrorBodiesKeepTheBackoff(t *testing.T) {
 		_, _ = w.Write(bodies[int(n-1)%len(bodies)])
 	}))
 	t.Cleanup(dest.Close)
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database_url: %q
-admin_token: %s
-sources:
-  - name: s
-    provider: stripe
-    secrets: [%q]
-    lease: 60s
+	cfg := stripeConfig(pgtest.NewURL(t), "", fmt.Sprintf(`    lease: 60s
     destination: {url: %q, timeout: 2s, max_attempts: 3, backoff: {min: 100ms, max: 1s}}
-`, pgtest.NewURL(t), hostileToken, stripeSecret, dest.URL)
+`, dest.URL))
 	ip := startApp(t, cfg, app.Options{})
 	for i := range bodies {
 		id := fmt.Sprintf("evt_garbage_%d", i)

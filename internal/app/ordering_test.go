@@ -134,21 +134,14 @@ func TestOrderingFailingEventHoldsItsKey(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database_url: %q
-admin_token: %s
-sources:
-  - name: s
-    provider: stripe
-    secrets: [%q]
-    ordering: {key: "json:data.object.id"}
+	cfg := stripeConfig(pgtest.NewURL(t), "", fmt.Sprintf(`    ordering: {key: "json:data.object.id"}
     destination: {url: %q, max_attempts: 3, backoff: {min: 50ms, max: 100ms}}
   - name: pay
     provider: stripe
     secrets: [%q]
     ordering: {key: "json:data.object.id"}
     destination: {url: %q, max_attempts: 1000, backoff: {min: 50ms, max: 100ms}}
-`, pgtest.NewURL(t), hostileToken, stripeSecret, dest.URL, stripeSecret, dest.URL)
+`, dest.URL, stripeSecret, dest.URL))
 	ip := startApp(t, cfg, app.Options{})
 	base := ip.url(0)
 

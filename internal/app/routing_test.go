@@ -104,18 +104,11 @@ func TestFanOutWithFilters(t *testing.T) {
 		return http.StatusOK
 	})
 	dbURL := pgtest.NewURL(t)
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database_url: %q
-admin_token: %s
-sources:
-  - name: s
-    provider: stripe
-    secrets: [%q]
-    destinations:
+	cfg := stripeConfig(dbURL, "", fmt.Sprintf(`    destinations:
       - {name: billing, url: %q, types: ["invoice.*"]}
       - {name: everything, url: %q}
       - {name: ledger, url: %q, types: ["charge.*", "invoice.paid"], where: {"data.object.livemode": true}, max_attempts: 20, backoff: {min: 50ms, max: 200ms}}
-`, dbURL, hostileToken, stripeSecret, dest.URL, dest.URL, dest.URL)
+`, dest.URL, dest.URL, dest.URL))
 	ip := startApp(t, cfg, app.Options{})
 	events := []struct {
 		id, typ  string
@@ -176,16 +169,9 @@ sources:
 func TestEventMatchingNoDestination(t *testing.T) {
 	t.Parallel()
 	dest := newHits(t, nil)
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database_url: %q
-admin_token: %s
-sources:
-  - name: s
-    provider: stripe
-    secrets: [%q]
-    destinations:
+	cfg := stripeConfig(pgtest.NewURL(t), "", fmt.Sprintf(`    destinations:
       - {name: billing, url: %q, types: ["invoice.*"]}
-`, pgtest.NewURL(t), hostileToken, stripeSecret, dest.URL)
+`, dest.URL))
 	ip := startApp(t, cfg, app.Options{})
 	a := postTyped(t, ip.url(0), "s", "evt_nowhere", "customer.created", true)
 	require.Contains(t, a.Body, `"accepted"`)
@@ -200,18 +186,10 @@ func TestPauseAndResume(t *testing.T) {
 	t.Parallel()
 	const n = 1000
 	dest := newHits(t, nil)
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database_url: %q
-admin_token: %s
-workers: 20
-sources:
-  - name: s
-    provider: stripe
-    secrets: [%q]
-    destinations:
+	cfg := stripeConfig(pgtest.NewURL(t), "workers: 20\n", fmt.Sprintf(`    destinations:
       - {name: paused, url: %q}
       - {name: live, url: %q}
-`, pgtest.NewURL(t), hostileToken, stripeSecret, dest.URL, dest.URL)
+`, dest.URL, dest.URL))
 	ip := startApp(t, cfg, app.Options{})
 	code, out := adminPost(t, ip.url(0), "/admin/destinations/s/paused/pause")
 	require.Equal(t, http.StatusAccepted, code, out)
@@ -265,17 +243,9 @@ func TestRateLimitAcrossInstances(t *testing.T) {
 	const n, rate, inFlight = 500, 20, 3
 	dest := newHits(t, func(*http.Request, int) int { time.Sleep(20 * time.Millisecond); return http.StatusOK }) // a 20 ms destination
 	dbURL := pgtest.NewURL(t)
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database_url: %q
-admin_token: %s
-workers: 20
-sources:
-  - name: s
-    provider: stripe
-    secrets: [%q]
-    destinations:
+	cfg := stripeConfig(dbURL, "workers: 20\n", fmt.Sprintf(`    destinations:
       - {name: limited, url: %q, rate_limit: %d/s, max_in_flight: %d}
-`, dbURL, hostileToken, stripeSecret, dest.URL, rate, inFlight)
+`, dest.URL, rate, inFlight))
 	var ips []*inproc
 	for range 3 {
 		ips = append(ips, startApp(t, cfg, app.Options{}))
@@ -316,16 +286,9 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		dest.Config.Handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(wrapped.Close)
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database_url: %q
-admin_token: %s
-sources:
-  - name: s
-    provider: stripe
-    secrets: [%q]
-    destinations:
+	cfg := stripeConfig(pgtest.NewURL(t), "", fmt.Sprintf(`    destinations:
       - {name: d, url: %q, backoff: {min: 10ms, max: 20ms}}
-`, pgtest.NewURL(t), hostileToken, stripeSecret, wrapped.URL)
+`, wrapped.URL))
 	ip := startApp(t, cfg, app.Options{})
 	require.Equal(t, http.StatusOK, postEvent(testClient, ip.url(0), "s", "evt_ra", stripeSecret).Status)
 	ev := eventState(t, ip.url(0), "s", "evt_ra", 30*time.Second, "completed")
@@ -352,17 +315,9 @@ func TestCircuitBreaker(t *testing.T) {
 		}
 		return http.StatusInternalServerError
 	})
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database_url: %q
-admin_token: %s
-workers: 1
-sources:
-  - name: s
-    provider: stripe
-    secrets: [%q]
-    destinations:
+	cfg := stripeConfig(pgtest.NewURL(t), "workers: 1\n", fmt.Sprintf(`    destinations:
       - {name: d, url: %q, max_attempts: 3, backoff: {min: 10ms, max: 20ms}, circuit: {failures: 3, cool_down: 3s}}
-`, pgtest.NewURL(t), hostileToken, stripeSecret, dest.URL)
+`, dest.URL))
 	ip := startApp(t, cfg, app.Options{})
 	for i := range 5 {
 		require.Equal(t, http.StatusOK, postEvent(testClient, ip.url(0), "s", fmt.Sprintf("evt_c_%d", i), stripeSecret).Status)
@@ -481,15 +436,8 @@ func destinationItem(t *testing.T, base, source, name string) map[string]any {
 func TestDyingAgainKeepsOneDeadItem(t *testing.T) {
 	t.Parallel()
 	dest := newHits(t, func(*http.Request, int) int { return http.StatusInternalServerError })
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database_url: %q
-admin_token: %s
-sources:
-  - name: s
-    provider: stripe
-    secrets: [%q]
-    destination: {url: %q, max_attempts: 1}
-`, pgtest.NewURL(t), hostileToken, stripeSecret, dest.URL)
+	cfg := stripeConfig(pgtest.NewURL(t), "", fmt.Sprintf(`    destination: {url: %q, max_attempts: 1}
+`, dest.URL))
 	ip := startApp(t, cfg, app.Options{})
 	for round := 1; round <= 2; round++ {
 		a := postTyped(t, ip.url(0), "s", "evt_dies_twice", "charge.failed", true)
@@ -517,17 +465,10 @@ func TestDestinationCountsAnAttemptOnce(t *testing.T) {
 		<-release
 	}))
 	t.Cleanup(dest.Close)
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database_url: %q
-admin_token: %s
-sources:
-  - name: s
-    provider: stripe
-    secrets: [%q]
-    lease: 30s
+	cfg := stripeConfig(pgtest.NewURL(t), "", fmt.Sprintf(`    lease: 30s
     destinations:
       - {name: slow, url: %q, timeout: 20s, max_in_flight: 1}
-`, pgtest.NewURL(t), hostileToken, stripeSecret, dest.URL)
+`, dest.URL))
 	ip := startApp(t, cfg, app.Options{})
 	t.Cleanup(func() { close(release) }) // before the app stops (cleanups run last first)
 	for _, id := range []string{"evt_c1", "evt_c2", "evt_c3"} {

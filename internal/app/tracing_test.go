@@ -193,15 +193,8 @@ func TestForwardsCarryATraceWithoutAnExporter(t *testing.T) {
 		}
 	}))
 	t.Cleanup(dest.Close)
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database_url: %q
-admin_token: %s
-sources:
-  - name: s
-    provider: stripe
-    secrets: [%q]
-    destination: {url: %q, timeout: 2s}
-`, pgtest.NewURL(t), hostileToken, stripeSecret, dest.URL)
+	cfg := stripeConfig(pgtest.NewURL(t), "", fmt.Sprintf(`    destination: {url: %q, timeout: 2s}
+`, dest.URL))
 	ip := startApp(t, cfg, app.Options{})
 	require.Equal(t, http.StatusOK, postEvent(testClient, ip.url(0), "s", "evt_untraced", stripeSecret).Status)
 	ev := eventState(t, ip.url(0), "s", "evt_untraced", 30*time.Second, "completed")
@@ -237,15 +230,8 @@ func TestRetriesAndRedeliveriesStayInTheEventsTrace(t *testing.T) {
 		}
 	}))
 	t.Cleanup(dest.Close)
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database_url: %q
-admin_token: %s
-sources:
-  - name: s
-    provider: stripe
-    secrets: [%q]
-    destination: {url: %q, timeout: 2s, max_attempts: 1}
-`, pgtest.NewURL(t), hostileToken, stripeSecret, dest.URL)
+	cfg := stripeConfig(pgtest.NewURL(t), "", fmt.Sprintf(`    destination: {url: %q, timeout: 2s, max_attempts: 1}
+`, dest.URL))
 	ip := startApp(t, cfg, app.Options{})
 	base := ip.url(0)
 
