@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -86,6 +87,37 @@ func spanAttr(s *tracepb.Span, key string) (int64, bool) {
 	return 0, false
 }
 
+// traceDest is a destination that records each forward's traceparent; it
+// answers 500 to the nth request (from 1) when fail(n), else 200.
+type traceDest struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []string
+}
+
+func newTraceDest(t *testing.T, fail func(n int) bool) *traceDest {
+	d := &traceDest{}
+	d.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		d.mu.Lock()
+		d.seen = append(d.seen, r.Header.Get("Traceparent"))
+		n := len(d.seen)
+		d.mu.Unlock()
+		if fail(n) {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	}))
+	t.Cleanup(d.Close)
+	return d
+}
+
+// parents are the traceparents of the forwards so far, in arrival order.
+func (d *traceDest) parents() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.seen)
+}
+
 var traceparentRE = regexp.MustCompile(`^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$`)
 
 // One event, one trace: the sender's traceparent is continued by the ingest
@@ -96,21 +128,7 @@ var traceparentRE = regexp.MustCompile(`^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$
 func TestOneEventOneTrace(t *testing.T) {
 	t.Parallel()
 	recv := newOTLPReceiver(t)
-	var calls atomic.Int32
-	var mu sync.Mutex
-	var parents []string
-	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		parents = append(parents, r.Header.Get("Traceparent"))
-		mu.Unlock()
-		if calls.Add(1) == 1 {
-			w.WriteHeader(http.StatusInternalServerError)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(dest.Close)
+	dest := newTraceDest(t, func(n int) bool { return n == 1 })
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
 database_url: %q
 admin_token: %s
@@ -131,7 +149,7 @@ sources:
 	require.Equal(t, traceID, ev["trace_id"], "the lookup shows the sender's trace")
 	ip.stop(t) // flushes the exporter
 
-	mu.Lock()
+	parents := dest.parents()
 	require.Len(t, parents, 2)
 	var forwardIDs []string
 	for _, p := range parents {
@@ -141,7 +159,6 @@ sources:
 		require.NotEqual(t, "00f067aa0ba902b7", m[2], "a span of hookline's own")
 		forwardIDs = append(forwardIDs, m[2])
 	}
-	mu.Unlock()
 
 	spans := recv.byTrace(traceID)
 	names := map[string]int{}
@@ -218,18 +235,7 @@ func TestRetriesAndRedeliveriesStayInTheEventsTrace(t *testing.T) {
 	t.Parallel()
 	var fail atomic.Bool
 	fail.Store(true)
-	var mu sync.Mutex
-	var parents []string
-	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		parents = append(parents, r.Header.Get("Traceparent"))
-		mu.Unlock()
-		if fail.Load() {
-			w.WriteHeader(http.StatusInternalServerError)
-		}
-	}))
-	t.Cleanup(dest.Close)
+	dest := newTraceDest(t, func(int) bool { return fail.Load() })
 	cfg := stripeConfig(pgtest.NewURL(t), "", fmt.Sprintf(`    destination: {url: %q, timeout: 2s, max_attempts: 1}
 `, dest.URL))
 	ip := startApp(t, cfg, app.Options{})
@@ -242,7 +248,7 @@ func TestRetriesAndRedeliveriesStayInTheEventsTrace(t *testing.T) {
 	// The operator retries the dead item; it fails again.
 	code, body := adminPost(t, base, "/admin/dead/"+deadItem(t, base, "s", "evt_again")["id"].(string)+"/retry")
 	require.Equal(t, http.StatusAccepted, code, body)
-	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(parents) == 2 }, 30*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return len(dest.parents()) == 2 }, 30*time.Second, 50*time.Millisecond)
 	eventState(t, base, "s", "evt_again", 30*time.Second, "dead")
 
 	// The provider delivers it again, in another trace; now it succeeds.
@@ -252,8 +258,7 @@ func TestRetriesAndRedeliveriesStayInTheEventsTrace(t *testing.T) {
 	ev := eventState(t, base, "s", "evt_again", 30*time.Second, "completed")
 	require.Equal(t, first, ev["trace_id"], "the lookup shows the first delivery's trace")
 
-	mu.Lock()
-	defer mu.Unlock()
+	parents := dest.parents()
 	require.Len(t, parents, 3)
 	for i, p := range parents {
 		m := traceparentRE.FindStringSubmatch(p)
