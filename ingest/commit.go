@@ -104,8 +104,10 @@ type eventRow struct {
 	count int  // receipts of this key in the call
 	first bool // first occurrence of its key in the call
 	// contentDup: the event replays the signed content of another event
-	// (another id) accepted within the dedup window.
+	// (another id) accepted within the dedup window; owner is that event's
+	// id when it is earlier in this call ("": look it up).
 	contentDup bool
+	owner      string
 	stored     bool // the store statement answered for it
 	fresh      bool // a new event
 	received   time.Time
@@ -312,7 +314,7 @@ func layoutBatch(ds []*Delivery, bodyBuf, hdrBuf *[]byte) *batch {
 			if ev.ContentKey != nil {
 				ck := key(d.Source.Name, string(ev.ContentKey))
 				if owner, seen := contentOwner[ck]; seen && owner != ev.ID {
-					r.contentDup = true // a replay of an event earlier in this call
+					r.contentDup, r.owner = true, owner // a replay of an event earlier in this call
 					continue
 				}
 				if contentOwner == nil {
@@ -539,7 +541,11 @@ func (b *batch) results() ([][]EventResult, []*eventRow) {
 // deadDuplicates writes the dead items (reason duplicate) of a reject
 // source's duplicates, each with its own bytes (a batch item's). An item
 // names the first destination the event matched (the source's first when
-// it matched none): retrying it runs that destination again.
+// it matched none): retrying it runs that destination again. A replay of
+// another event's signed content under a fresh id is that event's
+// duplicate, and its item names that event: retrying it runs the event it
+// replays (with that event's Idempotency-Key), never a second event made
+// of the same content.
 func deadDuplicates(ctx context.Context, tx pgx.Tx, b *batch, dead []*eventRow) error {
 	n := len(dead)
 	dSrc, dID, dType, dCT, dDest := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -547,7 +553,15 @@ func deadDuplicates(ctx context.Context, tx pgx.Tx, b *batch, dead []*eventRow) 
 	dDeliv := make([]int64, n)
 	dPayload := make([][]byte, n)
 	for i, r := range dead {
-		dSrc[i], dID[i], dType[i], dCT[i], dHdr[i], dDeliv[i] = r.d.Source.Name, r.ev.ID, r.ev.Type, r.d.ContentType, b.hdrs[r.di], r.deliv
+		id := r.ev.ID
+		if r.contentDup {
+			owner, err := contentOwner(ctx, tx, b, r)
+			if err != nil {
+				return err
+			}
+			id = owner
+		}
+		dSrc[i], dID[i], dType[i], dCT[i], dHdr[i], dDeliv[i] = r.d.Source.Name, id, r.ev.Type, r.d.ContentType, b.hdrs[r.di], r.deliv
 		dDest[i] = r.d.Source.Destinations[0].Name
 		if len(r.ev.Matched) > 0 {
 			dDest[i] = r.d.Source.Destinations[r.ev.Matched[0]].Name
@@ -561,6 +575,23 @@ func deadDuplicates(ctx context.Context, tx pgx.Tx, b *batch, dead []*eventRow) 
 		return fmt.Errorf("dead-set duplicates: %w", err)
 	}
 	return nil
+}
+
+// contentOwner is the id of the event whose signed content r replays: an
+// earlier event of the same call (unless that one is a replay too), or the
+// one the content key names (the store statement has just confirmed it, in
+// this transaction).
+func contentOwner(ctx context.Context, tx pgx.Tx, b *batch, r *eventRow) (string, error) {
+	if r.owner != "" {
+		if o := b.firstOf[key(r.d.Source.Name, r.owner)]; o == nil || o.stored {
+			return r.owner, nil
+		}
+	}
+	var owner string
+	if err := tx.QueryRow(ctx, contentOwnerSQL, r.d.Source.Name, r.ev.ContentKey).Scan(&owner); err != nil {
+		return "", fmt.Errorf("look up the event a replay duplicates: %w", err)
+	}
+	return owner, nil
 }
 
 // anyReject reports whether a delivery comes from an on_duplicate: reject source.

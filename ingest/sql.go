@@ -176,6 +176,10 @@ var storeJobsSQL = storeCTEs + `, job AS (` + jobs.InsertEventJobsSQL(`
 UNION ALL
 SELECT 'job', NULL, source, event_id, destination, NULL, NULL, skipped FROM job`
 
+// contentOwnerSQL is the event whose signed content has the content key
+// ($1 source, $2 key).
+const contentOwnerSQL = `SELECT event_id FROM hookline_content_keys WHERE source = $1 AND content_key = $2`
+
 // deadDuplicatesSQL writes the dead items (reason duplicate) of a reject
 // source's duplicates, each with its own bytes.
 const deadDuplicatesSQL = `INSERT INTO hookline_dead (source, event_id, destination, event_type, reason, last_error, delivery_id, content_type, headers, payload)

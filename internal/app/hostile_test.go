@@ -355,6 +355,48 @@ func TestReplayWithFreshUnsignedID(t *testing.T) {
 	require.Equal(t, len(cases), events)
 }
 
+// With on_duplicate: reject, a replay under a fresh unsigned id is dead-set
+// as a duplicate of the event it replays: retrying the item runs that event
+// again (its Idempotency-Key), never a second event made of the same
+// content under the replay's id.
+func TestRejectedReplayNamesTheEventItReplays(t *testing.T) {
+	t.Parallel()
+	dest := newSink(t, 0)
+	const secret = "replay-secret"
+	cfg := fmt.Sprintf("listen: 127.0.0.1:0\ndatabase_url: %q\nadmin_token: %s\nsources:\n"+
+		"  - {name: shop, provider: shopify, secrets: [%q], on_duplicate: reject, destination: {url: %q}}\n",
+		pgtest.NewURL(t), hostileToken, secret, dest.URL)
+	ip := startApp(t, cfg, app.Options{})
+	u, err := url.Parse(ip.url(0) + "/webhooks/shop")
+	require.NoError(t, err)
+	body := []byte(`{"id":820982911946154508,"email":"jon@example.com"}`)
+	r := signed(t, "shopify", secret, u, body, "Content-Type", "application/json", "X-Shopify-Topic", "orders/create")
+	send := func(id string) answer {
+		h := []string{"X-Shopify-Event-Id", id}
+		for k, vs := range r.Header {
+			h = append(h, k, vs[0])
+		}
+		return postRaw(t, u.String(), body, h...)
+	}
+	require.Contains(t, send("original-id").Body, `"accepted"`)
+	eventState(t, ip.url(0), "shop", "original-id", 30*time.Second, "completed")
+	require.Contains(t, send("fresh-id").Body, `"duplicate"`)
+
+	item := deadItem(t, ip.url(0), "shop", "original-id")
+	require.Equal(t, "duplicate", item["reason"])
+	code, body2 := adminPost(t, ip.url(0), "/admin/dead/"+item["id"].(string)+"/retry")
+	require.Equal(t, http.StatusAccepted, code, body2)
+	require.Eventually(t, func() bool { dest.mu.Lock(); defer dest.mu.Unlock(); return len(dest.headers) == 2 }, 30*time.Second, 50*time.Millisecond)
+	noJobLeft(t, ip.app.Pool)
+	dest.mu.Lock()
+	defer dest.mu.Unlock()
+	for _, h := range dest.headers {
+		require.Equal(t, "shop:original-id", h.Get("Idempotency-Key"), "the retry runs the event the replay duplicated")
+	}
+	code, _ = adminGet(t, ip.url(0), "/admin/events/shop/fresh-id")
+	require.Equal(t, http.StatusNotFound, code, "no event is made of the replay's id")
+}
+
 // Hundreds of senders that announce 1 MiB bodies and send a byte a second
 // neither exhaust the body budget nor delay anyone else: a normal delivery
 // to any source is answered 200 within 5 s, and each slow body is cut off
