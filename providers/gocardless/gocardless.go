@@ -12,6 +12,7 @@ package gocardless
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -74,9 +75,13 @@ func event(el gjson.Result) (providers.Event, error) {
 		return providers.Event{}, fmt.Errorf("%w: event has no \"id\"", providers.ErrNoEventID)
 	}
 	ev := providers.Event{ID: f[0].Str}
-	if f[1].Str != "" || f[2].Str != "" {
-		ev.Type = f[1].Str + "." + f[2].Str
+	// Every GoCardless event has both: a type missing either half would
+	// match filters it does not belong to ("payments." under payments.*).
+	if strings.TrimSpace(f[1].Str) == "" || strings.TrimSpace(f[2].Str) == "" {
+		return providers.Event{}, fmt.Errorf("%w: event %s has no \"resource_type\" or no \"action\" (its type is {resource_type}.{action})",
+			providers.ErrMalformed, f[0].Str)
 	}
+	ev.Type = f[1].Str + "." + f[2].Str
 	if t, err := time.Parse(time.RFC3339Nano, f[3].Str); err == nil {
 		ev.Time = t
 	}

@@ -105,8 +105,13 @@ func TestSplit(t *testing.T) {
 		require.ErrorIs(t, err, providers.ErrMalformed, body)
 	}
 	// The second event has no id: the whole delivery is refused.
-	_, err = p.(providers.Splitter).Split(providertest.Request(`{"events":[{"id":"EV1"},{"id":""}]}`))
+	_, err = p.(providers.Splitter).Split(providertest.Request(`{"events":[{"id":"EV1","resource_type":"payments","action":"created"},{"id":""}]}`))
 	require.ErrorIs(t, err, providers.ErrNoEventID)
+	// An event without its action (or resource type) has no type: refused.
+	for _, ev := range []string{`{"id":"EV1","resource_type":"payments"}`, `{"id":"EV1","action":"created"}`, `{"id":"EV1","resource_type":"payments","action":" "}`} {
+		_, err = p.(providers.Splitter).Split(providertest.Request(`{"events":[` + ev + `]}`))
+		require.ErrorIs(t, err, providers.ErrMalformed, ev)
+	}
 
 	// The default id's path is relative to each item.
 	require.Equal(t, "json:id", p.(providers.Describer).Describe().DefaultEventID)
