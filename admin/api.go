@@ -307,5 +307,12 @@ func (a *api) setPaused(c echo.Context, pause bool) error {
 		return a.fail(c, err)
 	}
 	a.log.Info("destination "+status+" by an operator", "source", source, "destination", name)
-	return c.JSON(http.StatusAccepted, map[string]string{"status": status, "source": source, "name": name})
+	return c.JSON(http.StatusAccepted, pauseAnswer{Status: status, Source: source, Name: name})
+}
+
+// pauseAnswer answers pause and resume, its fields in this order.
+type pauseAnswer struct {
+	Status string `json:"status"` // paused | resumed
+	Source string `json:"source"`
+	Name   string `json:"name"`
 }

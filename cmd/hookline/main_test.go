@@ -77,6 +77,15 @@ func TestCheckExitCodes(t *testing.T) {
 	code, _ = run(t, "check", "--config", filepath.Join(t.TempDir(), "missing.yaml"))
 	require.Equal(t, 2, code)
 
+	// migrate -h lists its directions and flags, with or without a config.
+	code, out = run(t, "migrate", "-h")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "up|down|status")
+	require.Contains(t, out, "-all")
+	code, out = run(t, "migrate", "sideways")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, `unknown direction "sideways"`)
+
 	code, out = run(t, "providers")
 	require.Equal(t, 0, code, out)
 	for _, p := range []string{"stripe", "paypal", "adyen", "hmac", "svix"} {

@@ -76,6 +76,17 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (default $HOOKLINE_CONFIG, then ./hookline.yaml)")
 	all := fs.Bool("all", false, "with down: roll back every hookline migration, then River's")
+	switch dir {
+	case "-h", "-help", "--help", "help":
+		fs.SetOutput(stdout)
+		fmt.Fprintln(stdout, "usage: hookline migrate up|down|status [--config FILE] [--all]")
+		fmt.Fprintln(stdout, "  up: apply River's and hookline's pending migrations; down: roll back hookline's latest (--all: every one, then River's); status: what is applied")
+		fs.PrintDefaults()
+		return nil
+	case "up", "down", "status":
+	default:
+		return &exitError{2, fmt.Errorf("migrate: unknown direction %q (want up, down or status)", dir)}
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return &exitError{2, err}
 	}
@@ -99,7 +110,7 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) error {
 		return nil
 	case "down":
 		return migrations.Down(ctx, pool, *all, logf)
-	case "status":
+	default: // status
 		st, err := migrations.Check(ctx, pool)
 		if err != nil {
 			return err
@@ -110,7 +121,6 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	return &exitError{2, fmt.Errorf("migrate: unknown direction %q (want up, down or status)", dir)}
 }
 
 func printStatus(w io.Writer, st migrations.Status) {
