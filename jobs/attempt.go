@@ -162,7 +162,7 @@ func (w *EventWorker) claimRow(ctx context.Context, r *run, opts idem.Options, s
 // newClaimItem is r's claim (st: its claim statement) for a claim batch.
 func newClaimItem(r *run, st idem.Statement) claimItem {
 	return claimItem{key: st.Args[0].(string), holder: st.Args[1].(string), leaseUS: st.Args[2].(int64),
-		source: r.src.Name, eventID: r.job.Args.EventID, dest: r.t.Name, jobID: r.job.ID}
+		source: r.src.Name, eventID: r.job.Args.EventID, dest: r.t.Name, jobID: r.job.ID, attempt: int32(r.job.Attempt)}
 }
 
 // claimAhead is the claim of a job the worker took into a chain, to be
@@ -298,11 +298,17 @@ func (w *EventWorker) completeInBatch(ctx context.Context, q sender, r *run, st 
 	if r.ev.line == nil {
 		chain = claimNext
 	}
+	var predicted *claimItem
+	if claimNext && r.ev.line != nil && r.predicted != nil {
+		if it, ok := w.claimAhead(r.predicted); ok {
+			predicted = &it
+		}
+	}
 	out, err := w.batch.completions.Do(ctx, completeItem{key: st.Args[0].(string), token: st.Args[1].(int64), dedupUS: st.Args[2].(int64),
 		source: r.src.Name, eventID: r.job.Args.EventID, dest: r.t.Name, destDedupUS: r.src.DedupWindow.Microseconds(), jobID: r.job.ID,
 		n: int32(r.ev.Attempt), status: int32(status), durationMS: int32(min(time.Since(r.start).Milliseconds(), math.MaxInt32)), skipped: skip,
-		line: r.ev.line, chain: chain, claimNext: claimNext})
-	r.next, r.nextStart = out.next, out.nextStart
+		line: r.ev.line, chain: chain, claimNext: claimNext, predicted: predicted})
+	r.next, r.nextStart, r.nextAfter = out.next, out.nextStart, out.after
 	switch {
 	case groupcommit.IsBatchError(err):
 		w.log.Warn("completion batch failed; completing on its own", "source", r.src.Name, "event_id", r.ev.ID, "error", err.Error())

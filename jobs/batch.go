@@ -55,7 +55,7 @@ func newBatches(pool *pgxpool.Pool, claims *idem.Store, runner func() string, wa
 	claimFor func(*river.Job[EventArgs]) (claimItem, bool)) *batches {
 	claimSQL := claimManyStartSQL(claims.ClaimManySQL)
 	completeSQL := completeManySQL(claims.CompleteManySQL)
-	ahead := &claimAhead{sql: claimSQL, item: claimFor}
+	ahead := &claimAhead{sql: claimSQL, takenSQL: claimTakenManyStartSQL(claims.ClaimManySQL), item: claimFor}
 	return &batches{
 		claims: groupcommit.New(func(ctx context.Context, items []claimItem) ([]*startRow, error) {
 			return claimMany(ctx, pool, claimSQL, items)
@@ -67,11 +67,13 @@ func newBatches(pool *pgxpool.Pool, claims *idem.Store, runner func() string, wa
 }
 
 // claimAhead takes, in the transaction that hands a line on, the claims of
-// the jobs taken into chains: sql is claimManyStartSQL, item the claim of a
-// taken job (false: none ahead; the job claims the usual way).
+// the jobs taken into chains: sql is claimManyStartSQL, takenSQL
+// claimTakenManyStartSQL (for claims computed before their jobs are
+// taken), item the claim of a job (false: none ahead; the job claims the
+// usual way).
 type claimAhead struct {
-	sql  string
-	item func(*river.Job[EventArgs]) (claimItem, bool)
+	sql, takenSQL string
+	item          func(*river.Job[EventArgs]) (claimItem, bool)
 }
 
 // claimItem is one job's claim: idem's claim arguments (key, holder, lease)
@@ -81,6 +83,7 @@ type claimItem struct {
 	leaseUS               int64
 	source, eventID, dest string
 	jobID                 int64
+	attempt               int32 // the job's attempt (River's count) the claim is for
 }
 
 // startRow is a claim taken and the attempt it started: the claim's token
@@ -219,6 +222,10 @@ type completeItem struct {
 	line                  *linePlace // the event's place in its ordering line; nil: none
 	chain                 bool       // take the line's next job to run it here (chain.go)
 	claimNext             bool       // and take its claim too (claimAhead)
+	// predicted is the claim of the job the line's advance is expected to
+	// take (the place after this one, answered by the advance that took
+	// this event's job), taken in the same round trip when it is; nil: none.
+	predicted *claimItem
 }
 
 // completion is the outcome of one item of a completion batch.
@@ -233,11 +240,14 @@ const (
 // completed is an item's completion and, for an item that asked to chain,
 // the next job of its line, taken to run by the item's worker (nil: none),
 // with its claim taken and attempt started when the item asked for that
-// too and the claim was free (nil: the job claims the usual way).
+// too and the claim was free (nil: the job claims the usual way), and the
+// pending job of the place after next's as it will be once taken (after:
+// its claim may ride with next's completion; nil: none known).
 type completed struct {
 	completion
 	next      *river.Job[EventArgs]
 	nextStart *startRow
+	after     *river.Job[EventArgs]
 }
 
 // completeMany runs one completion batch. Completions that end a place in
@@ -338,6 +348,33 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 		}
 		b.Queue(take, wantQueues, wantCounts, runner)
 	}
+	// When every item that takes a next job knows the job its line is to
+	// hand on (predicted), their claims ride in this round trip, which then
+	// commits: the next job of a busy line costs one round trip, not two. A
+	// prediction that no longer holds (the job was not taken here) claims
+	// nothing, and the job, if one was taken, claims the usual way. The
+	// COMMIT is sent with the rest: a statement that fails rolls the whole
+	// transaction back, but an answer this worker fails to read (a taken
+	// job's JSON) no longer can; the batch then reports the error, its
+	// items find their claims completed (lease lost: nothing is forwarded
+	// twice), and the jobs it took are left to River's rescuer.
+	single := withClaims
+	for _, is := range wanting {
+		for _, i := range is {
+			single = single && items[i].predicted != nil
+		}
+	}
+	var predicted []claimItem
+	if single {
+		for i, it := range items {
+			if it.predicted != nil && at[it.key] == i {
+				predicted = append(predicted, *it.predicted)
+			}
+		}
+		args, _ := claimTakenArgs(predicted, runner)
+		b.Queue(ahead.takenSQL, args...)
+		b.Queue("COMMIT")
+	}
 	if !withClaims {
 		b.Queue(defaultPlansSQL)
 	}
@@ -371,6 +408,14 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 		if len(wantQueues) > 0 {
 			if err := readTaken(br); err != nil {
 				return nil, err
+			}
+		}
+		if single {
+			if err := readPredicted(br, out, predicted); err != nil {
+				return nil, err
+			}
+			if _, err := br.Exec(); err != nil {
+				return nil, fmt.Errorf("commit: %w", err)
 			}
 		}
 		return woke, closeBatch(br, !withClaims)
@@ -410,8 +455,8 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 		var woke []string
 		var queue string
 		var key *string
-		var row []byte
-		_, err = pgx.ForEachRow(rows, []any{&queue, &key, &row}, func() error {
+		var row, after []byte
+		_, err = pgx.ForEachRow(rows, []any{&queue, &key, &row, &after}, func() error {
 			if key == nil {
 				woke = append(woke, queue)
 				return nil
@@ -425,6 +470,15 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 				return fmt.Errorf("job %d was taken for a line not in the batch", next.ID)
 			}
 			out[i].next = next
+			if after != nil {
+				var p pendingJob
+				if err := json.Unmarshal(after, &p); err != nil {
+					return fmt.Errorf("read the job after job %d: %w", next.ID, err)
+				}
+				if out[i].after, err = p.taken(); err != nil {
+					return err
+				}
+			}
 			return nil
 		})
 		if err != nil {
@@ -434,9 +488,15 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 	}
 	var woke []string
 	var err error
-	if withClaims {
+	switch {
+	case single:
+		err = onConn(ctx, pool, func(conn *pgxpool.Conn) (err error) {
+			woke, err = read(conn.SendBatch(ctx, b))
+			return err
+		})
+	case withClaims:
 		woke, err = completeClaimingAhead(ctx, pool, b, read, out, items, ahead)
-	} else {
+	default:
 		woke, err = read(pool.SendBatch(ctx, b))
 	}
 	if err != nil {
@@ -457,9 +517,19 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 // transaction left it (its greatest ordering.by: stale).
 func completeClaimingAhead(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch, read func(pgx.BatchResults) ([]string, error),
 	out []completed, items []completeItem, ahead *claimAhead) (woke []string, err error) {
+	err = onConn(ctx, pool, func(conn *pgxpool.Conn) error {
+		woke, err = claimAheadOn(ctx, conn, b, read, out, items, ahead)
+		return err
+	})
+	return woke, err
+}
+
+// onConn runs f on a connection of pool that f may leave in a transaction
+// only by failing: the transaction is then rolled back.
+func onConn(ctx context.Context, pool *pgxpool.Pool, f func(*pgxpool.Conn) error) (err error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer conn.Release() // a connection left in a transaction is closed, not reused
 	defer func() {
@@ -469,6 +539,12 @@ func completeClaimingAhead(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch
 			cancel()
 		}
 	}()
+	return f(conn)
+}
+
+// claimAheadOn is completeClaimingAhead on conn.
+func claimAheadOn(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch, read func(pgx.BatchResults) ([]string, error),
+	out []completed, items []completeItem, ahead *claimAhead) (woke []string, err error) {
 	if woke, err = read(conn.SendBatch(ctx, b)); err != nil {
 		return nil, err
 	}
@@ -507,6 +583,50 @@ func completeClaimingAhead(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch
 		return nil, fmt.Errorf("commit: %w", err)
 	}
 	return woke, br.Close()
+}
+
+// claimTakenArgs are claimTakenManyStartSQL's arguments for items (claims
+// of jobs to be taken for runner).
+func claimTakenArgs(items []claimItem, runner string) ([]any, map[string]int) {
+	args, at := claimManyArgs(items)
+	attempts := make([]int32, 0, len(at))
+	for i, it := range items {
+		if at[it.key] == i {
+			attempts = append(attempts, it.attempt)
+		}
+	}
+	return append(args, attempts, runner), at
+}
+
+// readPredicted reads claimTakenManyStartSQL's rows for the predicted
+// claims and gives each claim taken to the item whose next job it is.
+func readPredicted(br pgx.BatchResults, out []completed, predicted []claimItem) error {
+	_, at := claimManyArgs(predicted)
+	rows, err := br.Query()
+	if err != nil {
+		return fmt.Errorf("claim the predicted jobs: %w", err)
+	}
+	starts, err := scanClaims(rows, at, len(predicted))
+	if err != nil {
+		return fmt.Errorf("claim the predicted jobs: %w", err)
+	}
+	byJob := make(map[int64]*startRow, len(starts))
+	for j, st := range starts {
+		if st != nil {
+			byJob[predicted[j].jobID] = st
+		}
+	}
+	// Every claim taken is for a job this transaction took (takenHereSQL),
+	// so for some item's next job.
+	for i := range out {
+		if out[i].next == nil {
+			continue
+		}
+		if st, ok := byJob[out[i].next.ID]; ok {
+			out[i].nextStart = st
+		}
+	}
+	return nil
 }
 
 // decodeTaken is the running job a taken row (takenJob's JSON) stands for.

@@ -23,9 +23,14 @@ import (
 //     when its claim can be taken with it (no gate to ask, not paused).
 //
 // When the destination needs no gate, the same transaction takes the next
-// job's claim and starts its attempt (claimAhead). One event then costs the
-// destination's round trip and one transaction, without River's fetch, a
-// claim batch and their commits in between; each chain runs inside the
+// job's claim and starts its attempt (claimAhead): in a second round trip,
+// or in the completion's own when the job was known beforehand — the
+// advance that takes a line's job answers the pending job of the place
+// after it, whose claim the next completion then sends with its statements
+// (claimTakenManyStartSQL takes it only if that transaction did take the
+// job for this worker). One event then costs the destination's round trip
+// and one transaction, without River's fetch, a claim batch and their
+// commits in between; each chain runs inside the
 // River job slot of the job it started with, so the worker count still
 // bounds the concurrency.
 //
@@ -50,10 +55,10 @@ func (w *EventWorker) newRun(ctx context.Context, job *river.Job[EventArgs], cha
 // chain runs the jobs r's worker took from its line, one after another,
 // and records each one's outcome in River; it takes no more after until.
 func (w *EventWorker) chain(ctx context.Context, r *run, until time.Time) {
-	for next, claimed := r.next, r.nextStart; next != nil; {
+	for next, claimed, after := r.next, r.nextStart, r.nextAfter; next != nil; {
 		jobCtx, cancel := chainedContext(ctx, w.Timeout(next))
 		cr := w.newRun(jobCtx, next, until)
-		cr.claimed = claimed
+		cr.claimed, cr.predicted = claimed, after
 		started := time.Now()
 		err := w.attemptRecovering(jobCtx, cr)
 		cancel()
@@ -65,7 +70,7 @@ func (w *EventWorker) chain(ctx context.Context, r *run, until time.Time) {
 			}
 			fcancel()
 		}
-		next, claimed = cr.next, cr.nextStart
+		next, claimed, after = cr.next, cr.nextStart, cr.nextAfter
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookline/hookline/idem"
 	"github.com/hookline/hookline/internal/pgtest"
 )
 
@@ -102,7 +103,7 @@ func TestClaimAheadOnlyWhereTheGateHasNothingToSay(t *testing.T) {
 	it, ok := w.claimAhead(job("plain", "evt_1", time.Time{}))
 	require.True(t, ok)
 	require.Equal(t, claimItem{key: "hookline:s:plain:evt_1", holder: "job:42:attempt:3", leaseUS: 45_000_000,
-		source: "s", eventID: "evt_1", dest: "plain", jobID: 42}, it)
+		source: "s", eventID: "evt_1", dest: "plain", jobID: 42, attempt: 3}, it)
 	for name, j := range map[string]*river.Job[EventArgs]{
 		"rate limit":          job("limited", "evt_1", time.Time{}),
 		"in-flight cap":       job("capped", "evt_1", time.Time{}),
@@ -114,4 +115,72 @@ func TestClaimAheadOnlyWhereTheGateHasNothingToSay(t *testing.T) {
 		_, ok := w.claimAhead(j)
 		require.False(t, ok, name)
 	}
+}
+
+// A predicted claim (claimTakenManyStartSQL) is taken only for a job this
+// transaction took for the runner at the attempt predicted: not for a job
+// still pending, taken for another runner, taken at another attempt, or
+// taken by an earlier transaction. The pending job the advance answers
+// (pendingJobSQL) is the job as it will be once taken.
+func TestPredictedClaimOnlyForTheJobTakenHere(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	store, err := idem.NewStore(pool, &idem.Config{Table: ClaimsTable})
+	require.NoError(t, err)
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	for _, id := range []string{"e1", "e2", "e3", "e4"} {
+		opts := InsertOptsFor(7)
+		opts.Pending = true
+		_, err := rc.Insert(ctx, EventArgs{Source: "s", EventID: id, Destination: "d"}, opts)
+		require.NoError(t, err)
+	}
+	predict := func(id string) *river.Job[EventArgs] {
+		var row []byte
+		require.NoError(t, pool.QueryRow(ctx, `SELECT `+pendingJobSQL("'s'", "$1::text", "'d'"), id).Scan(&row))
+		var p pendingJob
+		require.NoError(t, json.Unmarshal(row, &p))
+		job, err := p.taken()
+		require.NoError(t, err)
+		require.Equal(t, EventArgs{Source: "s", EventID: id, Destination: "d"}, job.Args)
+		require.Equal(t, 1, job.Attempt)
+		return job
+	}
+	item := func(job *river.Job[EventArgs]) claimItem {
+		return claimItem{key: "hookline:s:d:" + job.Args.EventID, holder: holder(job), leaseUS: 60_000_000,
+			source: "s", eventID: job.Args.EventID, dest: "d", jobID: job.ID, attempt: int32(job.Attempt)}
+	}
+	take := func(tx pgx.Tx, id, runner string) {
+		_, err := tx.Exec(ctx, `WITH took AS (`+takePendingJobsSQL(`(SELECT 's' AS source, $1::text AS event_id, 'd' AS destination) h`,
+			"h.source", "h.event_id", "h.destination", "$2::text", "1")+`) SELECT count(*) FROM took`, id, runner)
+		require.NoError(t, err)
+	}
+	claimed := func(tx pgx.Tx, items ...claimItem) []string {
+		args, _ := claimTakenArgs(items, "r1")
+		rows, err := tx.Query(ctx, claimTakenManyStartSQL(store.ClaimManySQL), args...)
+		require.NoError(t, err)
+		var keys []string
+		for rows.Next() {
+			vals, err := rows.Values()
+			require.NoError(t, err)
+			keys = append(keys, vals[0].(string))
+		}
+		require.NoError(t, rows.Err())
+		return keys
+	}
+	j1, j2, j3, j4 := predict("e1"), predict("e2"), predict("e3"), predict("e4")
+
+	// e4 is taken by an earlier transaction, for r1.
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { take(tx, "e4", "r1"); return nil }))
+
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		take(tx, "e1", "r1") // as predicted
+		take(tx, "e2", "r2") // for another runner
+		wrong := item(j3)    // e3 stays pending
+		other := item(j1)
+		other.key, other.attempt = "hookline:s:d:e1-again", 2 // e1 at another attempt
+		require.Equal(t, []string{"hookline:s:d:e1"}, claimed(tx, item(j1), item(j2), wrong, other, item(j4)))
+		return nil
+	}))
 }

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookline/hookline/ingest"
@@ -22,7 +26,10 @@ import (
 // through River; a chained job that fails is recorded in River as River's
 // executor records it (retryable, its error in errors), then retried by
 // River in the line's order. Per key: forwards never overlap and follow
-// acceptance order; every job ends completed.
+// acceptance order; every job ends completed. Once the chain runs, the
+// advance that takes a job answers the job after it, whose claim then
+// rides with the next completion: one round trip (the completion, the
+// advance, the claim and the COMMIT in one pgx batch) per event.
 func TestChainRunsTheLineHere(t *testing.T) {
 	t.Parallel()
 	const events = 12
@@ -37,8 +44,9 @@ func TestChainRunsTheLineHere(t *testing.T) {
 	})
 	keyOf, err := providers.ParseKeyResolver("json:data.object.id")
 	require.NoError(t, err)
+	trips := &batchRecorder{}
 	b := startOrdered(t, &jobs.Source{MaxAttempts: 3, BackoffMin: 5 * time.Millisecond, BackoffMax: 10 * time.Millisecond,
-		Destination: &jobs.Destination{URL: dest.URL}}, false, func(*jobs.ClientConfig) {},
+		Destination: &jobs.Destination{URL: dest.URL}}, false, func(c *jobs.ClientConfig) { c.Pool = tracedPool(t, c.Pool, trips) },
 		&ingest.Ordering{Key: keyOf, KeyName: "json:data.object.id"})
 	for n := range events {
 		body := fmt.Sprintf(`{"id":"evt_hot_%d","type":"charge.updated","created":1764504000,"data":{"object":{"id":"ch_hot"}}}`, n)
@@ -61,10 +69,65 @@ func TestChainRunsTheLineHere(t *testing.T) {
 	ahead := claimedAhead(t, b)
 	t.Logf("%d of %d claims taken with the completion before them", ahead, events)
 	require.Positive(t, ahead, "no chained job's claim was taken in the transaction that took the job")
+	single := trips.count(func(sqls []string) bool {
+		return slices.Contains(sqls, "COMMIT") && slices.ContainsFunc(sqls, func(q string) bool { return strings.Contains(q, "UPDATE hookline_order_keys") })
+	})
+	t.Logf("%d of %d completions took the next claim in their own round trip", single, events)
+	require.GreaterOrEqual(t, single, 3, "a chained completion whose next job was known took its claim in a second round trip")
 
 	// The failed attempt of event 5: recorded in River (an error, attempt
 	// counted), retried, completed; hookline counted two attempts.
 	requireRetriedOnce(t, b, "evt_hot_5")
+}
+
+// batchRecorder records the SQL of every pgx batch a pool sends (one
+// round trip each).
+type batchRecorder struct {
+	mu      sync.Mutex
+	batches [][]string
+}
+
+func (r *batchRecorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+func (r *batchRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData)     {}
+func (r *batchRecorder) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *batchRecorder) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+func (r *batchRecorder) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	sqls := make([]string, 0, data.Batch.Len())
+	for _, q := range data.Batch.QueuedQueries {
+		sqls = append(sqls, q.SQL)
+	}
+	r.mu.Lock()
+	r.batches = append(r.batches, sqls)
+	r.mu.Unlock()
+	return ctx
+}
+
+// count is the number of batches recorded whose statements match.
+func (r *batchRecorder) count(match func(sqls []string) bool) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, b := range r.batches {
+		if match(b) {
+			n++
+		}
+	}
+	return n
+}
+
+// tracedPool is a second pool on pool's database whose batches rec
+// records.
+func tracedPool(t *testing.T, pool *pgxpool.Pool, rec *batchRecorder) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pool.Config().ConnString())
+	require.NoError(t, err)
+	cfg.ConnConfig.Tracer = rec
+	traced, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(traced.Close)
+	return traced
 }
 
 // claimedAhead counts the claims taken in the transaction that completed

@@ -230,10 +230,14 @@ type run struct {
 
 	// mayChain says whether the worker may still take its ordering line's
 	// next job to run it itself (chain.go); next is that job, once taken,
-	// and nextStart its claim and attempt if they were taken with it.
+	// nextStart its claim and attempt if they were taken with it, and
+	// nextAfter the job expected to follow next in its line, as it will be
+	// once taken (next's run predicts its claim: predicted).
 	mayChain  func() bool
 	next      *river.Job[EventArgs]
 	nextStart *startRow
+	nextAfter *river.Job[EventArgs]
+	predicted *river.Job[EventArgs]
 	// claimed is this job's claim and attempt, taken with the job itself
 	// when the worker took it into a chain (nil: claim it now).
 	claimed *startRow

@@ -53,6 +53,9 @@ func TestBatchStatementsGenericPlansUseIndexes(t *testing.T) {
 	for name, st := range map[string]struct{ sql, args string }{
 		"claim": {claimManyStartSQL(store.ClaimManySQL),
 			`ARRAY['hookline:s:d:e1'], ARRAY['job:1:attempt:1'], ARRAY[60000000]::bigint[], ARRAY['s'], ARRAY['e1'], ARRAY['d'], ARRAY[1]::bigint[]`},
+		"claim taken": {claimTakenManyStartSQL(store.ClaimManySQL),
+			`ARRAY['hookline:s:d:e1'], ARRAY['job:1:attempt:1'], ARRAY[60000000]::bigint[], ARRAY['s'], ARRAY['e1'], ARRAY['d'], ARRAY[1]::bigint[],
+			ARRAY[1], 'runner'`},
 		"complete": {completeManySQL(store.CompleteManySQL),
 			`ARRAY['hookline:s:d:e1'], ARRAY[1]::bigint[], ARRAY[1]::bigint[], ARRAY['s'], ARRAY['e1'], ARRAY['d'], ARRAY[1]::bigint[],
 			ARRAY[1]::bigint[], ARRAY[1], ARRAY[200], ARRAY[3], ARRAY[NULL]::text[]`},

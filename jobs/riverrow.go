@@ -382,6 +382,41 @@ func takePendingJobsSQL(from, source, eventID, destination, runner, also string)
 		RETURNING j.queue, ` + takenRowSQL + `, ` + also
 }
 
+// pendingJobSQL is a scalar subquery: the pending event job of (source,
+// eventID, destination), SQL expressions, as JSON {id, attempt, args}
+// (pendingJob), NULL when it has none. The line's advance answers it for
+// the place after the one it hands on, so that the worker can take that
+// job's claim in the transaction that will take the job (takenHereSQL).
+func pendingJobSQL(source, eventID, destination string) string {
+	return `(SELECT jsonb_build_object('id', p.id, 'attempt', p.attempt, 'args', p.args) FROM river_job p
+		WHERE ` + activeJobSQL("p", uniqueKeySQL(source, eventID, destination)) + ` AND p.state::text = 'pending')`
+}
+
+// pendingJob is a pendingJobSQL row.
+type pendingJob struct {
+	ID      int64           `json:"id"`
+	Attempt int             `json:"attempt"`
+	Args    json.RawMessage `json:"args"`
+}
+
+// taken is the job as takePendingJobsSQL will leave it (its attempt
+// counted), for computing its claim before it is taken.
+func (p *pendingJob) taken() (*river.Job[EventArgs], error) {
+	job := &river.Job[EventArgs]{JobRow: &rivertype.JobRow{ID: p.ID, EncodedArgs: p.Args, Attempt: p.Attempt + 1, State: rivertype.JobStateRunning}}
+	if err := json.Unmarshal(p.Args, &job.Args); err != nil {
+		return nil, fmt.Errorf("decode the args of job %d: %w", p.ID, err)
+	}
+	return job, nil
+}
+
+// takenHereSQL is true when the job with id jobID (an SQL expression) was
+// taken by this transaction for runner at the given attempt: running,
+// attempted at the transaction's now(), by runner last.
+func takenHereSQL(jobID, attempt, runner string) string {
+	return `EXISTS (SELECT 1 FROM river_job t WHERE t.id = ` + jobID + ` AND t.state::text = 'running' AND t.attempt = ` + attempt + `
+			AND t.attempted_at = now() AND t.attempted_by[array_length(t.attempted_by, 1)] = ` + runner + `)`
+}
+
 // runningSetSQL is the SET list of River's fetch for runner (an SQL
 // expression): the attempt counted, attempted_at now, runner appended to
 // attempted_by (River keeps the last 100).

@@ -79,9 +79,26 @@ const startColumns = `claim.token, claim.expires_at, ev.attempts, COALESCE(ev.jo
 // sources, $5 event ids, $6 destinations, $7 job ids. One row per claim
 // taken: its key, then startColumns.
 func claimManyStartSQL(claimMany func(input string) string) string {
+	return claimManyStart(claimMany, `unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[])
+			AS u(key, holder, lease_us, source, event_id, destination, job_id)`)
+}
+
+// claimTakenManyStartSQL is claimManyStartSQL for jobs this transaction is
+// to have taken for runner $9, each at its attempt in $8 (an array like
+// $7): a job that was not taken so (takenHereSQL) is not claimed. The
+// worker computes these claims before the line's advance takes the jobs
+// (a prediction), so that the claims ride in the advance's round trip.
+func claimTakenManyStartSQL(claimMany func(input string) string) string {
+	return claimManyStart(claimMany, `unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::int[])
+			AS u(key, holder, lease_us, source, event_id, destination, job_id, attempt)
+		WHERE `+takenHereSQL("u.job_id", "u.attempt", "$9::text"))
+}
+
+// claimManyStart is the claim batch over the jobs of from (a FROM list
+// yielding u).
+func claimManyStart(claimMany func(input string) string, from string) string {
 	return `WITH q AS MATERIALIZED (
-		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[])
-			AS u(key, holder, lease_us, source, event_id, destination, job_id)),
+		SELECT u.key, u.holder, u.lease_us, u.source, u.event_id, u.destination, u.job_id FROM ` + from + `),
 	claim AS (` + claimMany("SELECT key, holder, lease_us FROM q") + `),
 	ev AS (` + startAttemptSQL("q.source", "q.event_id", "q.destination", "q.job_id", ", q JOIN claim ON claim.key = q.key", "q.key,") + `)
 	SELECT claim.key, ` + startColumns + ` FROM claim LEFT JOIN ev ON ev.key = claim.key`
@@ -433,8 +450,10 @@ var advanceLineSQL = `WITH line AS (
 // that ended the place runs the line's next job itself (chain.go). The
 // caller has locked the lines (lockLinesSQL) earlier in the transaction.
 // It answers, per job handed on, its queue and, for a job taken (running,
-// for runner $8), its line's key and its row as JSON (takenJob); a job
-// made available (no row) is the caller's to notify once committed.
+// for runner $8), its line's key, its row as JSON (takenJob) and the
+// pending job of the place after it, if any (pendingJobSQL, whose claim
+// the next completion may take with it: claimTakenManyStartSQL); a job
+// made available (no key) is the caller's to notify once committed.
 var advanceLinesSQL = `WITH l AS MATERIALIZED (
 		SELECT u.source, u.destination, u.key, u.event_id, u.by::numeric AS by, u.by_kind, u.chain
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[])
@@ -444,13 +463,17 @@ var advanceLinesSQL = `WITH l AS MATERIALIZED (
 		FROM l WHERE k.source = l.source AND k.destination = l.destination AND k.key = l.key
 		RETURNING k.source, k.destination, k.key, k.done_seq, l.chain),
 	head AS MATERIALIZED (
-		SELECT r.source, r.event_id, r.destination, line.key, line.chain FROM hookline_event_destinations r JOIN line
+		SELECT r.source, r.event_id, r.destination, r.order_seq, line.key, line.chain FROM hookline_event_destinations r JOIN line
 			ON r.source = line.source AND r.destination = line.destination AND r.order_key = line.key AND r.order_seq = line.done_seq + 1
 		WHERE ` + waitingPlaceSQL + `),
 	woke AS (` + wakePendingJobsSQL("(SELECT * FROM head WHERE NOT chain) h", "h.source", "h.event_id", "h.destination") + `),
-	took AS (` + takePendingJobsSQL("(SELECT * FROM head WHERE chain) h", "h.source", "h.event_id", "h.destination", "$8::text", "h.key") + `)
-	SELECT queue, NULL::text AS key, NULL::jsonb AS row FROM woke
-	UNION ALL SELECT queue, key, row FROM took`
+	took AS (` + takePendingJobsSQL("(SELECT * FROM head WHERE chain) h", "h.source", "h.event_id", "h.destination", "$8::text",
+	"h.key, (SELECT "+pendingJobSQL("r.source", "r.event_id", "r.destination")+` FROM hookline_event_destinations r
+			WHERE r.source = h.source AND r.destination = h.destination AND r.order_key = h.key AND r.order_seq > h.order_seq
+			  AND `+waitingPlaceSQL+`
+			ORDER BY r.order_seq LIMIT 1) AS after`) + `)
+	SELECT queue, NULL::text AS key, NULL::jsonb AS row, NULL::jsonb AS after FROM woke
+	UNION ALL SELECT queue, key, row, after FROM took`
 
 // lockLinesSQL locks the rows of several lines (arrays $1 sources, $2
 // destinations, $3 keys) in key order, the order ingest takes them in.
