@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,7 +74,8 @@ type Config struct {
 	// Reconcile runs one reconciliation of a source now, for POST
 	// /admin/sources/{source}/reconcile (nil: every source answers 400).
 	// Its errors: ErrNoSuchSource, ErrNotReconciled, ErrReconcileRunning,
-	// *ProviderError; anything else is a 503.
+	// *ProviderError; anything else is a 503 ("database unavailable; try
+	// again" when the database could not be reached, its detail logged).
 	Reconcile func(ctx context.Context, source string) (ReconcileResult, error)
 }
 
@@ -104,8 +106,12 @@ const OverviewTTL = 5 * time.Second
 //	*      /admin/river/...           River UI
 //	*      /admin/ui/...              the operator console (HTML; see package console)
 //
-// A bulk filter with no fields matches the whole dead set; unknown fields are
-// refused (400), so a misspelt filter never widens to everything.
+// A bulk filter with no fields ({}) matches the whole dead set; anything else
+// that is not one JSON object of the filter's fields is refused (400): an
+// empty body, null, data after the object, a null or unknown field, a query
+// string (the filter is never read from it); a body over 64 KiB is a 413.
+// So a misspelt or misplaced filter never widens to everything. A known path
+// asked with another method is a 405 with an Allow header.
 //
 // Mount checks cfg before it adds any route: on an error, e is unchanged.
 func Mount(e *echo.Echo, cfg Config) error {
@@ -143,7 +149,7 @@ func Mount(e *echo.Echo, cfg Config) error {
 	}
 	g := e.Group("/admin")
 	g.Use(jsonErrors, bearerAuth(cfg.Token))
-	a.routes(g)
+	a.routes(e, g)
 	if ui != nil {
 		mountRiverUI(g, ui)
 	}
@@ -178,19 +184,67 @@ func mountClosed(g *echo.Group) {
 	g.Any("/*", closed)
 }
 
-// routes adds the JSON routes to g, the /admin group.
-func (a *api) routes(g *echo.Group) {
-	g.GET("/dead", a.list)
-	g.GET("/dead/:id", a.show)
-	g.DELETE("/dead/:id", a.delete)
-	g.POST("/dead/:id/retry", a.retry)
-	g.POST("/dead/retry", a.bulkRetry)
-	g.POST("/dead/delete", a.bulkDelete)
-	g.GET("/events", a.searchEvents)
-	g.GET("/events/:source/:event_id", a.event)
-	g.GET("/overview", a.overviewRead)
-	g.GET("/destinations", a.destinations)
-	g.POST("/destinations/:source/:name/pause", a.pause)
-	g.POST("/destinations/:source/:name/resume", a.resume)
-	g.POST("/sources/:source/reconcile", a.reconcile)
+// methodHandler is one method of a route and its handler.
+type methodHandler struct {
+	method string
+	h      echo.HandlerFunc
+}
+
+// routes adds the JSON routes to g, the /admin group of e. A known path
+// asked with a method it does not take is answered 405 with the Allow
+// header listing those it takes (so GET /admin/dead/retry is not the item
+// "retry"); an unknown path stays a 404.
+func (a *api) routes(e *echo.Echo, g *echo.Group) {
+	table := []struct {
+		path     string
+		handlers []methodHandler
+	}{
+		{"/dead", []methodHandler{{http.MethodGet, a.list}}},
+		{"/dead/retry", []methodHandler{{http.MethodPost, a.bulkRetry}}},
+		{"/dead/delete", []methodHandler{{http.MethodPost, a.bulkDelete}}},
+		{"/dead/:id", []methodHandler{{http.MethodGet, a.show}, {http.MethodDelete, a.delete}}},
+		{"/dead/:id/retry", []methodHandler{{http.MethodPost, a.retry}}},
+		{"/events", []methodHandler{{http.MethodGet, a.searchEvents}}},
+		{"/events/:source/:event_id", []methodHandler{{http.MethodGet, a.event}}},
+		{"/overview", []methodHandler{{http.MethodGet, a.overviewRead}}},
+		{"/destinations", []methodHandler{{http.MethodGet, a.destinations}}},
+		{"/destinations/:source/:name/pause", []methodHandler{{http.MethodPost, a.pause}}},
+		{"/destinations/:source/:name/resume", []methodHandler{{http.MethodPost, a.resume}}},
+		{"/sources/:source/reconcile", []methodHandler{{http.MethodPost, a.reconcile}}},
+	}
+	allow := make(map[string]string, len(table)) // by the route's full path, as c.Path() has it
+	for _, r := range table {
+		methods := make([]string, len(r.handlers))
+		for i, mh := range r.handlers {
+			methods[i] = mh.method
+		}
+		allowed := strings.Join(methods, ", ")
+		allow["/admin"+r.path] = allowed
+		// Every method echo knows takes the path, so the router never
+		// falls through to another route; those the route takes replace
+		// the 405.
+		g.Any(r.path, methodNotAllowed(allowed))
+		for _, mh := range r.handlers {
+			g.Add(mh.method, r.path, mh.h)
+		}
+	}
+	// A method echo does not list (FOO) reaches the group's catch-all: the
+	// path is known if GET finds one of the routes above.
+	g.RouteNotFound("/*", func(c echo.Context) error {
+		probe := e.NewContext(c.Request(), nil)
+		e.Router().Find(http.MethodGet, echo.GetPath(c.Request()), probe)
+		if allowed, ok := allow[probe.Path()]; ok {
+			return methodNotAllowed(allowed)(c)
+		}
+		return echo.ErrNotFound
+	})
+}
+
+// methodNotAllowed answers 405 with the Allow header: the methods the path
+// takes.
+func methodNotAllowed(allowed string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set(echo.HeaderAllow, allowed)
+		return httpjson.Error(c, http.StatusMethodNotAllowed, "method not allowed; this route takes "+allowed)
+	}
 }

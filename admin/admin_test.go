@@ -49,6 +49,10 @@ type adminOpts struct {
 	// and one ingest source "s".
 	sources []*jobs.Source
 	token   string // default adminToken; "-" for none (closed)
+	// reconcile is Config.Reconcile (nil: none).
+	reconcile func(ctx context.Context, source string) (admin.ReconcileResult, error)
+	// logger is the admin API's (nil: discarded).
+	logger *slog.Logger
 }
 
 // adminSetup runs ingest (stripe-signed sources named like the worker
@@ -96,8 +100,12 @@ func adminSetup(t *testing.T, o adminOpts) *adminBundle {
 	for _, s := range inSources {
 		maxAttempts[s.Name] = s.MaxAttempts
 	}
-	require.NoError(t, admin.Mount(srv.Echo(), admin.Config{Token: token, Pool: pool, River: rc, Logger: logger, Context: t.Context(),
-		MaxAttempts: func(source, _ string) (int, bool) { n, ok := maxAttempts[source]; return n, ok }}))
+	adminLogger := logger
+	if o.logger != nil {
+		adminLogger = o.logger
+	}
+	require.NoError(t, admin.Mount(srv.Echo(), admin.Config{Token: token, Pool: pool, River: rc, Logger: adminLogger, Context: t.Context(),
+		MaxAttempts: func(source, _ string) (int, bool) { n, ok := maxAttempts[source]; return n, ok }, Reconcile: o.reconcile}))
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	return &adminBundle{pool: pool, river: rc, url: hs.URL, server: srv}
@@ -421,20 +429,23 @@ func testListLimit(t *testing.T, b *adminBundle) {
 	require.Len(t, b.page(t, "").Items, admin.DefaultAdminLimit)
 	require.Len(t, b.page(t, "limit=1000").Items, admin.MaxAdminLimit)
 	require.Len(t, b.page(t, "limit=500").Items, 500)
+	require.Len(t, b.page(t, "limit=99999999999999999999").Items, admin.MaxAdminLimit, "too large for an int: clamped like any other")
 }
 
 func testListBadParameters(t *testing.T, b *adminBundle) {
 	for q, param := range map[string]string{
-		"cursor=!!!":                 "cursor",
-		"cursor=bm9wZQ":              "cursor", // "nope"
-		"cursor=" + b64("v1.x.3"):    "cursor",
-		"cursor=" + b64("v1.1.0"):    "cursor",
-		"limit=abc":                  "limit",
-		"limit=0":                    "limit",
-		"limit=-3":                   "limit",
-		"reason=bogus":               "reason",
-		"since=yesterday":            "since",
-		"until=2026-13-01T00:00:00Z": "until",
+		"cursor=!!!":                  "cursor",
+		"cursor=bm9wZQ":               "cursor", // "nope"
+		"cursor=" + b64("v1.x.3"):     "cursor",
+		"cursor=" + b64("v1.1.0"):     "cursor",
+		"limit=abc":                   "limit",
+		"limit=0":                     "limit",
+		"limit=-3":                    "limit",
+		"limit=-99999999999999999999": "limit",
+		"limit=1e9":                   "limit",
+		"reason=bogus":                "reason",
+		"since=yesterday":             "since",
+		"until=2026-13-01T00:00:00Z":  "until",
 		"since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z": "since",
 	} {
 		status, out := b.call(t, http.MethodGet, "/admin/dead?"+q, nil)
@@ -595,8 +606,11 @@ func TestAdminBulkDelete(t *testing.T) {
 	require.Equal(t, 50, b.deadCount(t, "true"))
 	require.Equal(t, 50, b.deadCount(t, "source = 'b'"))
 
-	// No body: the whole dead set.
+	// No body is refused; the empty filter {} is the whole dead set.
 	status, out = b.call(t, http.MethodPost, "/admin/dead/delete", nil)
+	require.Equal(t, http.StatusBadRequest, status, out)
+	require.Equal(t, 50, b.deadCount(t, "true"))
+	status, out = b.call(t, http.MethodPost, "/admin/dead/delete", map[string]any{})
 	require.Equal(t, http.StatusOK, status, out)
 	require.Equal(t, map[string]any{"matched": 50.0, "deleted": 50.0}, out)
 	require.Zero(t, b.deadCount(t, "true"))

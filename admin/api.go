@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -8,9 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -38,6 +42,8 @@ func (a *api) fail(c echo.Context, err error) error {
 	switch {
 	case errors.As(err, &pe):
 		return httpjson.Error(c, http.StatusBadRequest, pe.Error())
+	case errors.Is(err, errBulkBodyTooLarge):
+		return httpjson.Error(c, http.StatusRequestEntityTooLarge, err.Error())
 	case errors.Is(err, jobs.ErrDeadItemNotFound):
 		return httpjson.Error(c, http.StatusNotFound, "dead item not found")
 	case errors.Is(err, jobs.ErrEventNotFound):
@@ -154,13 +160,66 @@ func (a *api) retry(c echo.Context) error {
 // maxBulkBody caps the body of a bulk request: a filter is small.
 const maxBulkBody = 64 << 10
 
-// readFilter reads the body of a bulk request; no body is the empty filter.
+// bulkFields are the fields of a bulk filter, as the errors list them.
+const bulkFields = "source, destination, reason, event_type, since, until, dry_run"
+
+// errBulkBodyTooLarge is a bulk body over maxBulkBody: a 413.
+var errBulkBodyTooLarge = errors.New("body: larger than 64 KiB; a bulk filter is a small JSON object (" + bulkFields + ")")
+
+// readFilter reads the filter of a bulk request, strictly, since a filter
+// that is not read acts on more than was meant (on the whole dead set, and
+// not as a dry run): the body must be exactly one JSON object ({} is the
+// whole dead set) with only the filter's fields, spelt exactly, none of them
+// null; a query string is refused, since the filter (and dry_run) is never
+// read from it.
 func readFilter(c echo.Context) (jobs.DeadFilter, bool, error) {
+	req := c.Request()
+	if req.URL.RawQuery != "" {
+		return jobs.DeadFilter{}, false, paramError{"query", "the bulk routes take no query parameters; " +
+			`send the filter and dry_run in the JSON body, e.g. {"source":"stripe","dry_run":true}`}
+	}
+	raw, err := io.ReadAll(io.LimitReader(req.Body, maxBulkBody+1))
+	if err != nil {
+		return jobs.DeadFilter{}, false, paramError{"body", "could not be read: " + err.Error()}
+	}
+	if len(raw) > maxBulkBody {
+		return jobs.DeadFilter{}, false, errBulkBodyTooLarge
+	}
+	bad := func(msg string) error {
+		return paramError{"body", "want one JSON object with " + bulkFields + " ({} for the whole dead set); " + msg}
+	}
+	switch v := bytes.TrimLeft(raw, " \t\r\n"); {
+	case len(v) == 0:
+		return jobs.DeadFilter{}, false, bad("the body is empty")
+	case bytes.HasPrefix(v, []byte("null")):
+		return jobs.DeadFilter{}, false, bad("got null")
+	case v[0] != '{':
+		return jobs.DeadFilter{}, false, bad("got another JSON value, or no JSON")
+	}
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&fields); err != nil {
+		return jobs.DeadFilter{}, false, bad(err.Error())
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return jobs.DeadFilter{}, false, bad("more follows the object")
+	}
 	var bf bulkFilter
-	dec := json.NewDecoder(io.LimitReader(c.Request().Body, maxBulkBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&bf); err != nil && !errors.Is(err, io.EOF) {
-		return jobs.DeadFilter{}, false, paramError{"body", "want a JSON object with source, reason, event_type, since, until, dry_run: " + err.Error()}
+	text := map[string]*string{"source": &bf.Source, "destination": &bf.Destination, "reason": &bf.Reason,
+		"event_type": &bf.EventType, "since": &bf.Since, "until": &bf.Until}
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		v := fields[name]
+		s, isText := text[name]
+		switch {
+		case !isText && name != "dry_run":
+			return jobs.DeadFilter{}, false, bad(fmt.Sprintf("unknown field %q", name))
+		case string(v) == "null":
+			return jobs.DeadFilter{}, false, paramError{name, "null; leave the field out instead"}
+		case isText && json.Unmarshal(v, s) != nil:
+			return jobs.DeadFilter{}, false, paramError{name, "want a string"}
+		case !isText && json.Unmarshal(v, &bf.DryRun) != nil:
+			return jobs.DeadFilter{}, false, paramError{name, "want true or false"}
+		}
 	}
 	f, err := filterOf(bf.Source, bf.Destination, bf.Reason, bf.EventType, bf.Since, bf.Until)
 	return f, bf.DryRun, err
@@ -222,11 +281,23 @@ func pathParam(c echo.Context, name string) string {
 	return v
 }
 
+// isText reports whether v is valid UTF-8 without a NUL byte: text that
+// Postgres can compare, as every stored source and event id is.
+func isText(v string) bool {
+	return utf8.ValidString(v) && !strings.ContainsRune(v, 0)
+}
+
 // event answers GET /admin/events/{source}/{event_id}: its state,
 // destinations, attempts log and stored payload.
 func (a *api) event(c echo.Context) error {
 	ctx := c.Request().Context()
-	ev, err := a.events.Lookup(ctx, pathParam(c, "source"), pathParam(c, "event_id"))
+	source, id := pathParam(c, "source"), pathParam(c, "event_id")
+	if !isText(source) || !isText(id) {
+		// No event has such a source or id (ingest refuses them), and
+		// Postgres could not compare them.
+		return a.fail(c, jobs.ErrEventNotFound)
+	}
+	ev, err := a.events.Lookup(ctx, source, id)
 	if err != nil {
 		return a.fail(c, err)
 	}

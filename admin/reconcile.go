@@ -3,11 +3,15 @@ package admin
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
 
+	"github.com/hookline/hookline/internal/dberr"
 	"github.com/hookline/hookline/internal/httpjson"
 )
 
@@ -18,7 +22,9 @@ type ReconcileResult struct {
 }
 
 // Errors Config.Reconcile returns, and how the route answers them. Any
-// other error is the database's (503).
+// other error is a 503: "database unavailable; try again" when the
+// database could not be reached (the detail is logged), else the error's
+// text.
 var (
 	ErrNoSuchSource     = errors.New("unknown source")                                                           // 404
 	ErrNotReconciled    = errors.New("the source has no reconcile block; add one to its configuration")          // 400
@@ -63,5 +69,24 @@ func (a *api) reconcile(c echo.Context) error {
 		return c.JSON(http.StatusBadGateway, map[string]any{"error": pe.Error(), "checked": res.Checked, "missing": res.Missing})
 	}
 	a.log.Error("reconciliation failed", "source", source, "error", err.Error())
+	if databaseDown(err) {
+		// As every admin route: the detail (pgx's text names the user,
+		// database, host and port) is for the log only.
+		return httpjson.Error(c, http.StatusServiceUnavailable, "database unavailable; try again")
+	}
 	return httpjson.Error(c, http.StatusServiceUnavailable, "reconciliation failed: "+err.Error())
+}
+
+// databaseDown reports whether a run's error is the database's being
+// unreachable or failing for reasons of its own (dberr.Unavailable), as
+// opposed to an error of the run itself, whose text is answered.
+func databaseDown(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return dberr.Unavailable(err)
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connErr) || errors.As(err, &netErr) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err) || pgconn.Timeout(err)
 }

@@ -3,6 +3,7 @@ package admin
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -340,12 +341,16 @@ func invalidParam(err error) error {
 }
 
 // limitOf is the page size of ?limit=: DefaultAdminLimit when empty, at
-// most MaxAdminLimit.
+// most MaxAdminLimit (also for a number too large for an int); anything but
+// a positive integer is a 400.
 func limitOf(v string) (int, error) {
 	if v == "" {
 		return DefaultAdminLimit, nil
 	}
 	n, err := strconv.Atoi(v)
+	if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(v, "-") {
+		return MaxAdminLimit, nil // a positive integer too large for an int: clamped like any other
+	}
 	if err != nil || n < 1 {
 		return 0, paramError{"limit", fmt.Sprintf("%q is not a positive integer", v)}
 	}

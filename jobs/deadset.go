@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -105,8 +106,12 @@ type DeadFilter struct {
 	Until       time.Time // dead_at < Until
 }
 
-// Validate reports a bad field by its name.
+// Validate reports a bad field by its name (the names of the admin API's
+// parameters: source, destination, reason, event_type, since).
 func (f DeadFilter) Validate() error {
+	if err := validText("source", f.Source, "destination", f.Destination, "event_type", f.EventType); err != nil {
+		return err
+	}
 	if f.Reason != "" && f.Reason != ReasonFailed && f.Reason != ReasonDuplicate {
 		return fmt.Errorf("reason: %q is not a reason (want failed or duplicate)", f.Reason)
 	}
@@ -114,6 +119,24 @@ func (f DeadFilter) Validate() error {
 		return errors.New("since: must be before until")
 	}
 	return nil
+}
+
+// validText reports the first of the (name, value) pairs whose value is
+// not text Postgres can compare: invalid UTF-8 or a NUL byte. No stored
+// source, destination, event id or type holds either (ingest refuses
+// them), so such a value can only be a client's mistake.
+func validText(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if !isText(pairs[i+1]) {
+			return fmt.Errorf("%s: not valid UTF-8 text", pairs[i])
+		}
+	}
+	return nil
+}
+
+// isText reports whether v is valid UTF-8 without a NUL byte.
+func isText(v string) bool {
+	return utf8.ValidString(v) && !strings.ContainsRune(v, 0)
 }
 
 // where renders f as SQL conditions over hookline_dead, appending its
@@ -159,10 +182,15 @@ func scanItem(row pgx.Row, it *DeadItem, extra ...any) error {
 }
 
 // List returns up to limit items matching f, newest first, starting after
-// after (nil: from the newest), and whether more follow.
+// after (nil: from the newest), and whether more follow. A filter that
+// Validate refuses is its error, before any query (as for Count, RetryAll
+// and DeleteAll).
 func (d *DeadSet) List(ctx context.Context, f DeadFilter, after *DeadKey, limit int) ([]DeadItem, bool, error) {
 	if limit <= 0 {
 		return nil, false, errors.New("jobs: List: limit must be positive")
+	}
+	if err := f.Validate(); err != nil {
+		return nil, false, err
 	}
 	where, args := f.where(nil)
 	if after != nil {
@@ -220,6 +248,9 @@ func (d *DeadSet) Delete(ctx context.Context, id int64) error {
 
 // Count returns the number of items matching f.
 func (d *DeadSet) Count(ctx context.Context, f DeadFilter) (int, error) {
+	if err := f.Validate(); err != nil {
+		return 0, err
+	}
 	where, args := f.where(nil)
 	var n int
 	if err := d.cfg.Pool.QueryRow(ctx, countDeadSQL(where), args...).Scan(&n); err != nil {
@@ -435,6 +466,9 @@ func (d *DeadSet) DeleteAll(ctx context.Context, f DeadFilter) (res BulkResult, 
 
 // snapshot returns the highest id and the number of items matching f now.
 func (d *DeadSet) snapshot(ctx context.Context, f DeadFilter) (maxID int64, n int, err error) {
+	if err := f.Validate(); err != nil {
+		return 0, 0, err
+	}
 	where, args := f.where(nil)
 	err = d.cfg.Pool.QueryRow(ctx, snapshotDeadSQL(where), args...).Scan(&maxID, &n)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -60,12 +59,8 @@ func (f EventFilter) Validate() error {
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
 		return errors.New("since: must be before until")
 	}
-	for name, v := range map[string]string{"source": f.Source, "type": f.Type, "id_prefix": f.IDPrefix} {
-		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-			return fmt.Errorf("%s: not valid UTF-8 text", name) // Postgres could not compare it
-		}
-	}
-	return nil
+	// Postgres could not compare such text.
+	return validText("source", f.Source, "type", f.Type, "id_prefix", f.IDPrefix)
 }
 
 // EventKey is a position in the search's order (first received, then
@@ -83,7 +78,9 @@ func (k EventKey) Cursor() string {
 	return base64.RawURLEncoding.EncodeToString(raw)
 }
 
-// ParseEventCursor reverses Cursor; anything else is ErrBadCursor.
+// ParseEventCursor reverses Cursor; anything else is ErrBadCursor, also a
+// source or event id that no event can have (invalid UTF-8, a NUL byte),
+// which Postgres could not compare.
 func ParseEventCursor(s string) (*EventKey, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
@@ -96,7 +93,8 @@ func ParseEventCursor(s string) (*EventKey, error) {
 	var us int64
 	k := &EventKey{}
 	if json.Unmarshal(parts[1], &us) != nil || json.Unmarshal(parts[2], &k.Source) != nil ||
-		json.Unmarshal(parts[3], &k.EventID) != nil || k.Source == "" || k.EventID == "" {
+		json.Unmarshal(parts[3], &k.EventID) != nil || k.Source == "" || k.EventID == "" ||
+		!isText(k.Source) || !isText(k.EventID) {
 		return nil, ErrBadCursor
 	}
 	k.ReceivedAt = time.UnixMicro(us)
