@@ -17,13 +17,20 @@ import (
 	"github.com/hookline/hookline/providers/swsenders"
 )
 
+// checkUsage is the help of `hookline check`.
+const checkUsage = `usage: hookline check [--config FILE] [--db]
+
+Validate the configuration as serve would (exit 2 names the bad field) and
+print what it configures; with --db, also that Postgres is reachable and
+migrated.
+`
+
 func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (default $HOOKLINE_CONFIG, then ./hookline.yaml)")
 	db := fs.Bool("db", false, "also check that Postgres is reachable and migrated")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+	if err := parseFlags(fs, args, stdout, checkUsage); err != nil {
+		return err
 	}
 	path := configPath(*cfgPath)
 	cfg, err := config.Load(path)
@@ -127,7 +134,18 @@ func describe(name string) (providers.Provider, providers.Description, error) {
 	return p, d, nil
 }
 
-func cmdProviders(stdout io.Writer) error {
+// providersUsage is the help of `hookline providers`.
+const providersUsage = `usage: hookline providers
+
+List the provider adapters: the headers each reads, its default event id,
+whether the id is signed, its timestamp tolerance and whether hookline send
+can sign its deliveries. No flags.
+`
+
+func cmdProviders(args []string, stdout io.Writer) error {
+	if err := parseFlags(flag.NewFlagSet("providers", flag.ContinueOnError), args, stdout, providersUsage); err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROVIDER\tHEADERS\tDEFAULT EVENT ID\tID SIGNED\tTOLERANCE\tSIGNS")
 	for _, name := range providers.Names() {

@@ -23,18 +23,24 @@ const deadUsage = `usage: hookline dead COMMAND [flags]
 
 Inspect and act on the dead set through the admin API.
 
-  list   [--source S] [--reason failed|duplicate] [--event-type T]
+  list   [--source S] [--destination D] [--reason failed|duplicate] [--event-type T]
          [--since TIME] [--until TIME] [--limit N] [--cursor C] [--json]
   show   ID [--json]
   retry  ID [--json]
   delete ID
-  retry  --all [--source S] [--reason R] [--event-type T] [--since TIME] [--until TIME] [--dry-run] [--yes] [--json]
+  retry  --all [--source S] [--destination D] [--reason R] [--event-type T]
+         [--since TIME] [--until TIME] [--dry-run] [--yes] [--json]
   delete --all [same filters] [--dry-run] [--yes] [--json]
 
 Every command takes --url (default $HOOKLINE_URL, else ` + deadDefaultURL + `).
 The token comes from $HOOKLINE_ADMIN_TOKEN (the server's admin_token).
-TIME is RFC 3339 (2026-01-02T15:04:05Z). --all with no filter acts on the
-whole dead set and needs --yes (or --dry-run to count first).
+--destination is a destination's name (default for a source's single
+destination); list and show print each item's. retry ID re-runs the item's
+destination only. --limit is 1 to 500 (default 50). TIME is RFC 3339
+(2026-01-02T15:04:05Z). --all with no filter acts on the whole dead set and
+needs --yes (or --dry-run to count first). Text from the server is shown
+with its control characters escaped (\x1b, \r, \n, ...); --json prints it
+exactly. Exit codes: 0 done, 1 the server or network refused, 2 bad usage.
 `
 
 // cmdDead is `hookline dead list|show|retry|delete`, a client of the admin
@@ -63,13 +69,14 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
 
 // exitCode reports err of `hookline name` on stderr and returns the exit
-// status: 0 without an error, 2 for a usage error (pointing at --help),
-// else 1.
+// status: 0 without an error or after the help (errHelp), 2 for a usage
+// error (pointing at --help), else 1. The message may quote the server: it
+// is printed escaped (safe).
 func exitCode(stderr io.Writer, name string, err error) int {
-	if err == nil {
+	if err == nil || errors.Is(err, errHelp) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "hookline %s: %v\n", name, err)
+	fmt.Fprintf(stderr, "hookline %s: %s\n", name, safe(err.Error()))
 	var ue usageError
 	if errors.As(err, &ue) {
 		if !errors.Is(err, flag.ErrHelp) {
@@ -105,11 +112,11 @@ func (cmd *deadCommand) Run(ctx context.Context, args []string, stdout, stderr i
 }
 
 type deadOptions struct {
-	url                                     string
-	source, reason, eventType, since, until string
-	limit                                   int
-	cursor                                  string
-	asJSON, all, dryRun, yes                bool
+	url                                                  string
+	source, destination, reason, eventType, since, until string
+	limit                                                int
+	cursor                                               string
+	asJSON, all, dryRun, yes                             bool
 }
 
 func (cmd *deadCommand) run(ctx context.Context, getenv func(string) string, verb string, args []string, stdout io.Writer) error {
@@ -124,13 +131,14 @@ func (cmd *deadCommand) run(ctx context.Context, getenv func(string) string, ver
 	filters := verb == "list" || verb == "retry" || verb == "delete"
 	if filters {
 		fs.StringVar(&o.source, "source", "", "only this source")
+		fs.StringVar(&o.destination, "destination", "", "only this destination (its name, e.g. default)")
 		fs.StringVar(&o.reason, "reason", "", "failed or duplicate")
 		fs.StringVar(&o.eventType, "event-type", "", "only this event type")
 		fs.StringVar(&o.since, "since", "", "dead at or after (RFC 3339)")
 		fs.StringVar(&o.until, "until", "", "dead before (RFC 3339)")
 	}
 	if verb == "list" {
-		fs.IntVar(&o.limit, "limit", 0, "items per page (server default 50, max 500)")
+		fs.IntVar(&o.limit, "limit", 0, "items per page, 1 to 500 (default 50)")
 		fs.StringVar(&o.cursor, "cursor", "", "next_cursor of the previous page")
 	}
 	if verb == "retry" || verb == "delete" {
@@ -139,8 +147,18 @@ func (cmd *deadCommand) run(ctx context.Context, getenv func(string) string, ver
 		fs.BoolVar(&o.yes, "yes", false, "with --all and no filter: confirm the whole dead set")
 	}
 	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return printHelp(stdout, deadUsage, fs)
+	}
 	if err != nil {
 		return usageError{err.Error()}
+	}
+	given := flagsGiven(fs)
+	if given["limit"] && o.limit <= 0 {
+		return usagef("--limit %d: want a number of items per page from 1 to 500 (without --limit: 50)", o.limit)
+	}
+	if err := checkAdminURL(o.url, given["url"]); err != nil {
+		return err
 	}
 
 	token := getenv("HOOKLINE_ADMIN_TOKEN")
@@ -148,7 +166,8 @@ func (cmd *deadCommand) run(ctx context.Context, getenv func(string) string, ver
 		return usagef("HOOKLINE_ADMIN_TOKEN is not set: export it with the server's admin_token")
 	}
 	c := &adminclient.Client{BaseURL: o.url, Token: token, HTTP: cmd.HTTP}
-	f := adminclient.Filter{Source: o.source, Reason: o.reason, EventType: o.eventType, Since: o.since, Until: o.until, DryRun: o.dryRun}
+	f := adminclient.Filter{Source: o.source, Destination: o.destination, Reason: o.reason, EventType: o.eventType,
+		Since: o.since, Until: o.until, DryRun: o.dryRun}
 	if o.reason != "" && o.reason != "failed" && o.reason != "duplicate" {
 		return usagef("--reason %q: want failed or duplicate", o.reason)
 	}
@@ -158,7 +177,8 @@ func (cmd *deadCommand) run(ctx context.Context, getenv func(string) string, ver
 		if len(pos) > 0 {
 			return usagef("list takes no arguments (got %q); filter with --source, --reason, ...", pos[0])
 		}
-		p := adminclient.ListParams{Source: o.source, Reason: o.reason, EventType: o.eventType, Limit: o.limit, Cursor: o.cursor}
+		p := adminclient.ListParams{Source: o.source, Destination: o.destination, Reason: o.reason, EventType: o.eventType,
+			Limit: o.limit, Cursor: o.cursor}
 		if p.Since, err = parseTimeFlag("--since", o.since); err != nil {
 			return err
 		}
@@ -229,7 +249,7 @@ func (cmd *deadCommand) run(ctx context.Context, getenv func(string) string, ver
 		if r.Joined {
 			how = fmt.Sprintf("joining job %d, already active for the event", r.JobID)
 		}
-		fmt.Fprintf(stdout, "requeued dead item %s (%s/%s), %s\n", id, r.Source, r.EventID, how)
+		fmt.Fprintf(stdout, "requeued dead item %s (%s/%s), %s\n", safe(id), safe(r.Source), safe(r.EventID), how)
 	case "delete":
 		if err := c.Delete(ctx, id); err != nil {
 			return explainAdminError(err, o.url, id)
@@ -237,9 +257,40 @@ func (cmd *deadCommand) run(ctx context.Context, getenv func(string) string, ver
 		if o.asJSON {
 			return printJSON(stdout, []byte(`{"status":"deleted","id":`+jsonString(id)+`}`))
 		}
-		fmt.Fprintf(stdout, "deleted dead item %s\n", id)
+		fmt.Fprintf(stdout, "deleted dead item %s\n", safe(id))
 	}
 	return nil
+}
+
+// printHelp prints a command's usage and the flags of fs on stdout, for -h
+// or --help after a subcommand: errHelp (exit 0).
+func printHelp(stdout io.Writer, usage string, fs *flag.FlagSet) error {
+	fmt.Fprint(stdout, usage)
+	fmt.Fprintf(stdout, "\nflags of %s:\n", fs.Name())
+	fs.SetOutput(stdout)
+	fs.PrintDefaults()
+	return errHelp
+}
+
+// flagsGiven returns the names of the flags set on the command line.
+func flagsGiven(fs *flag.FlagSet) map[string]bool {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	return given
+}
+
+// checkAdminURL refuses an admin API address that is not an http:// or
+// https:// URL (bad usage, exit 2), naming where it came from: --url
+// (fromFlag), else $HOOKLINE_URL.
+func checkAdminURL(base string, fromFlag bool) error {
+	err := adminclient.CheckBaseURL(base)
+	switch {
+	case err == nil:
+		return nil
+	case fromFlag:
+		return usagef("--url %q: %v; give the server's address, e.g. %s", base, err, deadDefaultURL)
+	}
+	return usagef("HOOKLINE_URL %q: %v; set it (or --url) to the server's address, e.g. %s", base, err, deadDefaultURL)
 }
 
 // parseInterleaved parses flags that may come before or after positional

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -24,37 +23,32 @@ func printJSON(w io.Writer, raw []byte) error {
 	return err
 }
 
-// oneLine makes s fit a table cell.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
 func printDeadList(w io.Writer, l *adminclient.ItemList) {
 	if len(l.Items) == 0 {
 		fmt.Fprintln(w, "no dead items")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSOURCE\tEVENT_ID\tEVENT_TYPE\tREASON\tATTEMPTS\tDEAD_AT\tLAST_ERROR")
+	fmt.Fprintln(tw, "ID\tSOURCE\tDESTINATION\tEVENT_ID\tEVENT_TYPE\tREASON\tATTEMPTS\tDEAD_AT\tLAST_ERROR")
 	for _, it := range l.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", it.ID, it.Source, oneLine(it.EventID, 40), oneLine(it.EventType, 30),
-			it.Reason, it.Attempts, it.DeadAt.UTC().Format(time.RFC3339), oneLine(it.LastError, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", oneLine(it.ID, 20), oneLine(it.Source, 30), oneLine(it.Destination, 30),
+			oneLine(it.EventID, 40), oneLine(it.EventType, 30), oneLine(it.Reason, 20), it.Attempts, it.DeadAt.UTC().Format(time.RFC3339),
+			oneLine(it.LastError, 60))
 	}
 	_ = tw.Flush()
 	if l.NextCursor != "" {
-		fmt.Fprintf(w, "\nmore items: add --cursor %s\n", l.NextCursor)
+		fmt.Fprintf(w, "\nmore items: add --cursor %s\n", safe(l.NextCursor))
 	}
 }
 
 func printDeadItem(w io.Writer, it *adminclient.ItemDetail) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	// Every value is escaped (safe): a line break or an escape sequence in
+	// an id, a type or an error shows as \n, \x1b, ... on its own row.
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, safe(v)) }
 	row("id", it.ID)
 	row("source", it.Source)
+	row("destination", it.Destination)
 	row("event_id", it.EventID)
 	row("event_type", it.EventType)
 	row("reason", it.Reason)
@@ -74,15 +68,21 @@ func printDeadItem(w io.Writer, it *adminclient.ItemDetail) {
 	slices.Sort(names)
 	for _, k := range names {
 		for _, v := range it.Headers[k] {
-			fmt.Fprintf(w, "  %s: %s\n", k, v)
+			fmt.Fprintf(w, "  %s: %s\n", safe(k), safe(v))
 		}
 	}
-	if it.PayloadEncoding == "base64" {
+	// The payload keeps its own lines, each indented like the headers, so
+	// no line of it passes for one of the command's.
+	switch {
+	case it.Payload == "":
+		fmt.Fprintln(w, "payload: (empty)")
+		return
+	case it.PayloadEncoding == "base64":
 		fmt.Fprintln(w, "payload (not UTF-8, shown as base64):")
-	} else {
+	default:
 		fmt.Fprintln(w, "payload:")
 	}
-	fmt.Fprintln(w, it.Payload)
+	fmt.Fprintln(w, safeLines(it.Payload, "  "))
 }
 
 func printBulk(w io.Writer, verb string, b *adminclient.Bulk) {

@@ -31,6 +31,8 @@ on every instance, across restarts, until resume.
 
 Every command takes --url (default $HOOKLINE_URL, else ` + deadDefaultURL + `).
 The token comes from $HOOKLINE_ADMIN_TOKEN (the server's admin_token).
+A last error is shown with its control characters escaped; --json prints it
+exactly. Exit codes: 0 done, 1 the server or network refused, 2 bad usage.
 `
 
 // cmdDestinations is `hookline destinations list|pause|resume`, a client of
@@ -87,8 +89,14 @@ func (cmd *destinationsCommand) run(ctx context.Context, getenv func(string) str
 	fs.StringVar(&base, "url", base, "admin API base URL")
 	fs.BoolVar(&asJSON, "json", false, "print the server's JSON")
 	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return printHelp(stdout, destinationsUsage, fs)
+	}
 	if err != nil {
 		return usageError{err.Error()}
+	}
+	if err := checkAdminURL(base, flagsGiven(fs)["url"]); err != nil {
+		return err
 	}
 	switch {
 	case verb == "list" && len(pos) > 0:
@@ -126,9 +134,9 @@ func (cmd *destinationsCommand) run(ctx context.Context, getenv func(string) str
 	if asJSON {
 		return printJSON(stdout, []byte(`{"status":"`+status+`","source":`+jsonString(source)+`,"name":`+jsonString(name)+`}`))
 	}
-	fmt.Fprintf(stdout, "%s destination %s/%s\n", status, source, name)
+	fmt.Fprintf(stdout, "%s destination %s/%s\n", status, safe(source), safe(name))
 	if verb == "pause" {
-		fmt.Fprintf(stdout, "its events are accepted and wait; deliver them with: hookline destinations resume %s %s\n", source, name)
+		fmt.Fprintf(stdout, "its events are accepted and wait; deliver them with: hookline destinations resume %s %s\n", safe(source), safe(name))
 	}
 	return nil
 }
@@ -146,7 +154,7 @@ func explainDestinationError(err error, base, source, name string) error {
 }
 
 // printDestinations prints the destinations as a table; "-" marks a
-// paused_at or last_error that is not set.
+// paused_at or last_error that is not set. Text is escaped (oneLine).
 func printDestinations(w io.Writer, l *adminclient.DestinationList) {
 	if len(l.Items) == 0 {
 		fmt.Fprintln(w, "no destinations configured")
@@ -162,7 +170,8 @@ func printDestinations(w io.Writer, l *adminclient.DestinationList) {
 		if d.LastError != nil && *d.LastError != "" {
 			lastError = oneLine(*d.LastError, 60)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", d.Source, d.Name, d.State, d.Queued, d.InFlight, d.FailureStreak, pausedAt, lastError)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", oneLine(d.Source, 30), oneLine(d.Name, 30), oneLine(d.State, 20),
+			d.Queued, d.InFlight, d.FailureStreak, pausedAt, lastError)
 	}
 	_ = tw.Flush()
 }

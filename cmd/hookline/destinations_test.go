@@ -100,6 +100,9 @@ func TestDestinationsErrorsSayWhatToDo(t *testing.T) {
 		"unknown flag":         {b.env(), []string{"list", "--nope"}, 2, "flag provided but not defined"},
 		"unknown verb":         {b.env(), []string{"delete"}, 2, `unknown command "delete"`},
 		"dead's flags are not": {b.env(), []string{"list", "--source", "s"}, 2, "flag provided but not defined: -source"},
+		"url scheme":           {b.env(), []string{"list", "--url", "ftp://x"}, 2, `--url "ftp://x": want an http:// or https:// URL`},
+		"url not a url":        {b.env(), []string{"pause", "s", "default", "--url", "not-a-url"}, 2, `--url "not-a-url": want an http:// or https:// URL`},
+		"env url unparsable":   {map[string]string{"HOOKLINE_ADMIN_TOKEN": deadToken, "HOOKLINE_URL": "http://[::1"}, []string{"list"}, 2, `HOOKLINE_URL "http://[::1": not a URL`},
 	} {
 		r := runDestinations(t, c.env, c.args...)
 		require.Equal(t, c.code, r.code, "%s: %s", name, r.stderr)
@@ -123,6 +126,38 @@ func TestDestinationsErrorsSayWhatToDo(t *testing.T) {
 	r = runDestinations(t, b.env())
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "usage: hookline destinations")
+	for _, args := range [][]string{{"list", "-h"}, {"pause", "--help"}} {
+		r = runDestinations(t, map[string]string{}, args...)
+		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+		require.Empty(t, r.stderr, args)
+		require.Contains(t, r.stdout, "usage: hookline destinations", args)
+		require.Contains(t, r.stdout, "flags of hookline destinations "+args[0]+":\n  -json", args)
+	}
+}
+
+// TestDestinationsListEscapesText: a destination's last error (its answer's
+// body) reaches the terminal escaped, and exactly with --json.
+func TestDestinationsListEscapesText(t *testing.T) {
+	t.Parallel()
+	b := deadSetup(t, deadToken, 0)
+	const lastError = "destination answered 500: \x1b]0;title\x07\x1b[31mdown\u009b\r\nfake line"
+	_, err := b.pool.Exec(context.Background(), `INSERT INTO hookline_destinations (source, name, circuit, failure_streak, last_error) VALUES ('s', 'default', 'open', 6, $1)
+		ON CONFLICT (source, name) DO UPDATE SET circuit = 'open', failure_streak = 6, last_error = $1`, lastError)
+	require.NoError(t, err)
+	lines := listLines(t, b.env())
+	requireNoControls(t, strings.Join(lines, "\n"))
+	require.Regexp(t, `^s\s+default\s+open\s+0\s+0\s+6\s+-\s+destination answered 500: \\x1b\]0;title\\x07\\x1b\[31mdown…$`, lines[1],
+		"escaped, white space folded, cut to the column but not inside an escape")
+
+	r := runDestinations(t, b.env(), "list", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var page struct {
+		Items []struct {
+			LastError string `json:"last_error"`
+		} `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &page))
+	require.Equal(t, lastError, page.Items[0].LastError)
 }
 
 func TestDestinationsInUsage(t *testing.T) {

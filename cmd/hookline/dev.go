@@ -32,14 +32,20 @@ const (
 	devDir         = ".hookline"
 )
 
+// devUsage is the help of `hookline dev`.
+const devUsage = `usage: hookline dev [--listen ADDR] [--otlp-endpoint URL]
+
+Run hookline on a local Postgres (under ./.hookline, or $DATABASE_URL, or a
+Docker container) with a demo source, and print a ready send line.
+`
+
 func cmdDev(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on")
 	otlp := fs.String("otlp-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"),
 		"OTLP/HTTP collector to send traces to, e.g. http://localhost:4318 (default $OTEL_EXPORTER_OTLP_ENDPOINT; empty: none)")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+	if err := parseFlags(fs, args, stdout, devUsage); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -16,16 +16,20 @@
 //	hookline reconcile --source NAME
 //
 // --config defaults to $HOOKLINE_CONFIG, then ./hookline.yaml. A bad
-// configuration exits with code 2 and names the field.
+// configuration exits with code 2 and names the field. Exit codes: 0 done
+// (and -h, --help), 1 the server, database or network refused, 2 bad usage
+// (an unknown flag, an argument a command does not take).
 package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/tracing"
@@ -46,6 +50,7 @@ Commands:
   reconcile  fetch the events a provider never delivered (--source), through the admin API
 
 Run 'hookline COMMAND -h' for a command's flags.
+Exit codes: 0 done, 1 the server, database or network refused, 2 bad usage.
 `
 
 // exitError carries an exit code.
@@ -82,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "serve":
-		err = cmdServe(args[1:], stderr)
+		err = cmdServe(args[1:], stdout, stderr)
 	case "migrate":
 		err = cmdMigrate(args[1:], stdout, stderr)
 	case "dev":
@@ -92,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "check":
 		err = cmdCheck(args[1:], stdout, stderr)
 	case "providers":
-		err = cmdProviders(stdout)
+		err = cmdProviders(args[1:], stdout)
 	case "dead":
 		return cmdDead(args[1:], stdout, stderr)
 	case "destinations":
@@ -106,10 +111,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hookline: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
-	if err == nil {
+	if err == nil || errors.Is(err, errHelp) {
 		return 0
 	}
-	fmt.Fprintln(stderr, "hookline:", err)
+	// A message may quote what a server answered (send): escaped.
+	fmt.Fprintln(stderr, "hookline:", safeLines(err.Error(), ""))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
@@ -118,6 +124,61 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 1
+}
+
+// errHelp says a command printed its help (-h, --help) on stdout: exit 0.
+var errHelp = errors.New("help printed")
+
+// parseFlags parses the flags of `hookline <fs.Name()>`, a command that
+// takes no arguments besides its flags. usage is its help: with -h or
+// --help it is printed on stdout with the flags' descriptions (errHelp,
+// exit 0). An unknown or bad flag and a stray argument are bad usage (exit
+// 2), named: Go's flag package stops at the first argument that is not a
+// flag, so running anyway would silently drop every flag after it (a
+// --config among them).
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, usage string) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage)
+		if hasFlags(fs) {
+			fmt.Fprintln(stdout, "\nflags:")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+		}
+		return errHelp
+	case err != nil:
+		return &exitError{2, fmt.Errorf("%s: %w (hookline %s -h lists its flags)", fs.Name(), err, fs.Name())}
+	case fs.NArg() > 0:
+		return &exitError{2, strayArgument(fs, fs.Arg(0))}
+	}
+	return nil
+}
+
+// strayArgument says that `hookline <fs.Name()>` takes no argument arg; for
+// a command with --config, an argument that looks like a config file (and
+// any argument of check) is pointed at --config.
+func strayArgument(fs *flag.FlagSet, arg string) error {
+	name := fs.Name()
+	msg := fmt.Sprintf("%s: unexpected argument %q (%s takes only flags; hookline %s -h lists them)", name, arg, name, name)
+	if !hasFlags(fs) {
+		msg = fmt.Sprintf("%s: unexpected argument %q (%s takes no arguments)", name, arg, name)
+	}
+	if fs.Lookup("config") != nil && (name == "check" || strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml")) {
+		what := "to use that file as the config"
+		if name == "check" {
+			what = "to check that file"
+		}
+		msg = fmt.Sprintf("%s: unexpected argument %q (%s takes no arguments; %s: hookline %s --config %s)", name, arg, name, what, name, arg)
+	}
+	return errors.New(msg)
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
 }
 
 // configPath resolves --config: the flag, then $HOOKLINE_CONFIG, then ./hookline.yaml.

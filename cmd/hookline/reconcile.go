@@ -83,6 +83,9 @@ func (cmd *reconcileCommand) run(ctx context.Context, args []string, stdout io.W
 	case source == "":
 		return usagef("--source is required: the name of a source with a reconcile block")
 	}
+	if err := checkAdminURL(base, flagsGiven(fs)["url"]); err != nil {
+		return err
+	}
 	token := getenv("HOOKLINE_ADMIN_TOKEN")
 	if token == "" {
 		return usagef("HOOKLINE_ADMIN_TOKEN is not set: export it with the server's admin_token")
@@ -95,7 +98,7 @@ func (cmd *reconcileCommand) run(ctx context.Context, args []string, stdout io.W
 	if asJSON {
 		return printJSON(stdout, raw)
 	}
-	fmt.Fprintf(stdout, "reconciled %s: the provider listed %d events, %d were missing and are now stored\n", source, res.Checked, res.Missing)
+	fmt.Fprintf(stdout, "reconciled %s: the provider listed %d events, %d were missing and are now stored\n", safe(source), res.Checked, res.Missing)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,20 +45,31 @@ func settingsFunc(m map[string]any) func(v any) error {
 	}
 }
 
+// sendUsage is the help of `hookline send`.
+const sendUsage = `usage: hookline send --config FILE --source NAME [--file F] [--event-id ID] [--type T] [--url URL]
+
+Sign a sample event (or the given file) with the source's first secret in
+its provider's scheme, POST it, and print the answer's status and body.
+`
+
 func cmdSend(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("send", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (default $HOOKLINE_CONFIG, then ./hookline.yaml)")
 	source := fs.String("source", "", "source name to send to (required)")
 	file := fs.String("file", "", "payload file (default: a sample event shaped like the provider's)")
 	eventID := fs.String("event-id", "", "event id for the sample (default: a new one); composite ids (github hook:delivery, adyen psp:code:success, …) set each part")
 	typ := fs.String("type", "", "event type for the sample (default: a typical one for the provider)")
 	target := fs.String("url", "", "URL to POST to (default: http://<listen>/webhooks/<source>)")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+	if err := parseFlags(fs, args, stdout, sendUsage); err != nil {
+		return err
 	}
 	if *source == "" {
 		return &exitError{2, fmt.Errorf("send: --source is required")}
+	}
+	if *target != "" {
+		if err := checkSendURL(*target); err != nil {
+			return &exitError{2, fmt.Errorf("send: --url %q: %w", *target, err)}
+		}
 	}
 	cfg, err := config.Load(configPath(*cfgPath))
 	if err != nil {
@@ -150,9 +162,29 @@ func cmdSend(args []string, stdout, stderr io.Writer) error {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	fmt.Fprintf(stdout, "%s\n%s\n", resp.Status, strings.TrimSpace(string(body)))
+	// Whatever answers at --url chose the status text and the body.
+	fmt.Fprintf(stdout, "%s\n%s\n", safe(resp.Status), safeLines(strings.TrimSpace(string(body)), ""))
 	if resp.StatusCode/100 != 2 {
 		return &exitError{1, fmt.Errorf("send: %s answered %s", req.URL, resp.Status)}
+	}
+	return nil
+}
+
+// checkSendURL says why u cannot be send's --url, or nil: an absolute
+// http:// or https:// URL with a host.
+func checkSendURL(u string) error {
+	p, err := url.Parse(u)
+	switch {
+	case err != nil:
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("not a URL: %w", err)
+	case p.Scheme != "http" && p.Scheme != "https":
+		return errors.New("want an http:// or https:// URL, e.g. http://127.0.0.1:8080/webhooks/SOURCE")
+	case p.Host == "":
+		return errors.New("no host")
 	}
 	return nil
 }

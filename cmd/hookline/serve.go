@@ -15,14 +15,21 @@ import (
 	"github.com/hookline/hookline/migrations"
 )
 
-func cmdServe(args []string, stderr io.Writer) error {
+// serveUsage is the help of `hookline serve`.
+const serveUsage = `usage: hookline serve [--config FILE] [--role all|ingest|worker] [--no-migrate]
+
+Run ingest, the admin API and the workers (--role picks a part); pending
+migrations are applied first unless --no-migrate. SIGTERM or SIGINT drains
+within shutdown_timeout and exits 0.
+`
+
+func cmdServe(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (default $HOOKLINE_CONFIG, then ./hookline.yaml)")
 	role := fs.String("role", "all", "what to run: all, ingest or worker")
 	noMigrate := fs.Bool("no-migrate", false, "do not apply pending migrations at start")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+	if err := parseFlags(fs, args, stdout, serveUsage); err != nil {
+		return err
 	}
 	r, err := app.ParseRole(*role)
 	if err != nil {
@@ -37,6 +44,12 @@ func cmdServe(args []string, stderr io.Writer) error {
 	defer stop()
 	a, err := app.New(ctx, cfg, app.Options{Role: r, NoMigrate: *noMigrate, Logger: log})
 	if err != nil {
+		if ctx.Err() != nil {
+			// SIGTERM/SIGINT while starting (waiting for the migration lock,
+			// migrating): a migration stopped midway was rolled back.
+			log.Info("stopped while starting; nothing was served", "error", err.Error())
+			return nil
+		}
 		return err
 	}
 	stopProfile, err := cpuProfile(os.Getenv(cpuProfileEnv))
@@ -67,28 +80,30 @@ func cpuProfile(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
+// migrateUsage is the help of `hookline migrate`.
+const migrateUsage = `usage: hookline migrate up|down|status [--config FILE] [--all]
+  up: apply River's and hookline's pending migrations; down: roll back hookline's latest (--all: every one, then River's); status: what is applied
+`
+
 func cmdMigrate(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return &exitError{2, fmt.Errorf("migrate: want up, down or status")}
 	}
 	dir := args[0]
 	fs := flag.NewFlagSet("migrate "+dir, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (default $HOOKLINE_CONFIG, then ./hookline.yaml)")
 	all := fs.Bool("all", false, "with down: roll back every hookline migration, then River's")
 	switch dir {
 	case "-h", "-help", "--help", "help":
-		fs.SetOutput(stdout)
-		fmt.Fprintln(stdout, "usage: hookline migrate up|down|status [--config FILE] [--all]")
-		fmt.Fprintln(stdout, "  up: apply River's and hookline's pending migrations; down: roll back hookline's latest (--all: every one, then River's); status: what is applied")
-		fs.PrintDefaults()
-		return nil
+		return parseFlags(fs, []string{"-h"}, stdout, migrateUsage) // the help, exit 0
 	case "up", "down", "status":
 	default:
 		return &exitError{2, fmt.Errorf("migrate: unknown direction %q (want up, down or status)", dir)}
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return &exitError{2, err}
+	// After the direction, only flags: `migrate down oops --config prod.yaml`
+	// is refused rather than run against the default config.
+	if err := parseFlags(fs, args[1:], stdout, migrateUsage); err != nil {
+		return err
 	}
 	cfg, err := config.Load(configPath(*cfgPath))
 	if err != nil {

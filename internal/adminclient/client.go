@@ -57,14 +57,17 @@ type Client struct {
 
 // Item is a dead item.
 type Item struct {
-	ID        string    `json:"id"`
-	Source    string    `json:"source"`
-	EventID   string    `json:"event_id"`
-	EventType string    `json:"event_type"`
-	Reason    string    `json:"reason"`
-	Attempts  int       `json:"attempts"`
-	LastError string    `json:"last_error"`
-	DeadAt    time.Time `json:"dead_at"`
+	ID      string `json:"id"`
+	Source  string `json:"source"`
+	EventID string `json:"event_id"`
+	// Destination is the destination that failed (or whose duplicate was
+	// refused); retrying the item re-runs that destination only.
+	Destination string    `json:"destination"`
+	EventType   string    `json:"event_type"`
+	Reason      string    `json:"reason"`
+	Attempts    int       `json:"attempts"`
+	LastError   string    `json:"last_error"`
+	DeadAt      time.Time `json:"dead_at"`
 }
 
 // ItemDetail is a dead item with its payload.
@@ -87,10 +90,13 @@ type ItemList struct {
 
 // ListParams selects a page of dead items. Zero fields are left out.
 type ListParams struct {
-	Source, Reason, EventType string
-	Since, Until              time.Time
-	Limit                     int // server default 50, max 500
-	Cursor                    string
+	Source, Destination, Reason, EventType string
+	Since, Until                           time.Time
+	// Limit is the page size: 0 means the server's default (50); above
+	// 500 the server clamps it; a negative one is sent as it is (the
+	// server answers 400 naming limit).
+	Limit  int
+	Cursor string
 }
 
 // Retried answers a retry of one item.
@@ -106,17 +112,18 @@ type Retried struct {
 // Filter selects dead items for a bulk retry or delete; the zero Filter is
 // the whole dead set.
 type Filter struct {
-	Source    string `json:"source,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	EventType string `json:"event_type,omitempty"`
-	Since     string `json:"since,omitempty"` // RFC 3339
-	Until     string `json:"until,omitempty"` // RFC 3339
-	DryRun    bool   `json:"dry_run,omitempty"`
+	Source      string `json:"source,omitempty"`
+	Destination string `json:"destination,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	EventType   string `json:"event_type,omitempty"`
+	Since       string `json:"since,omitempty"` // RFC 3339
+	Until       string `json:"until,omitempty"` // RFC 3339
+	DryRun      bool   `json:"dry_run,omitempty"`
 }
 
 // Empty reports whether f selects the whole dead set.
 func (f Filter) Empty() bool {
-	return f.Source == "" && f.Reason == "" && f.EventType == "" && f.Since == "" && f.Until == ""
+	return f.Source == "" && f.Destination == "" && f.Reason == "" && f.EventType == "" && f.Since == "" && f.Until == ""
 }
 
 // Bulk answers a bulk retry or delete.
@@ -175,6 +182,7 @@ func (c *Client) List(ctx context.Context, p ListParams) (list *ItemList, raw []
 		}
 	}
 	set("source", p.Source)
+	set("destination", p.Destination)
 	set("reason", p.Reason)
 	set("event_type", p.EventType)
 	if !p.Since.IsZero() {
@@ -183,7 +191,7 @@ func (c *Client) List(ctx context.Context, p ListParams) (list *ItemList, raw []
 	if !p.Until.IsZero() {
 		set("until", p.Until.Format(time.RFC3339Nano))
 	}
-	if p.Limit > 0 {
+	if p.Limit != 0 {
 		set("limit", strconv.Itoa(p.Limit))
 	}
 	set("cursor", p.Cursor)
@@ -288,11 +296,37 @@ func destinationPath(source, name string) string {
 	return "/admin/destinations/" + url.PathEscape(source) + "/" + url.PathEscape(name)
 }
 
+// CheckBaseURL reports why base cannot be a Client's BaseURL, or nil: it
+// must be an absolute http:// or https:// URL with a host, and no query or
+// fragment (the routes' paths are appended to it). A Client with another
+// BaseURL sends nothing and answers this error.
+func CheckBaseURL(base string) error {
+	u, err := url.Parse(base)
+	switch {
+	case err != nil:
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL is quoted by the caller
+		}
+		return fmt.Errorf("not a URL: %w", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("want an http:// or https:// URL")
+	case u.Host == "":
+		return errors.New("no host")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return errors.New("want the server's root, without a query or fragment")
+	}
+	return nil
+}
+
 // maxAnswer caps how much of an answer is read (a page of 500 items with
 // long errors is well below it).
 const maxAnswer = 64 << 20
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) ([]byte, error) {
+	if err := CheckBaseURL(c.BaseURL); err != nil {
+		return nil, fmt.Errorf("base URL %q: %w", c.BaseURL, err)
+	}
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)

@@ -70,7 +70,7 @@ func TestClientDeadSet(t *testing.T) {
 	require.Empty(t, list.NextCursor)
 	first := list.Items[0]
 	require.Equal(t, "evt_1", first.EventID, "newest first")
-	require.Equal(t, adminclient.Item{ID: first.ID, Source: "s", EventID: "evt_1", EventType: "charge.failed", Reason: "failed",
+	require.Equal(t, adminclient.Item{ID: first.ID, Source: "s", EventID: "evt_1", Destination: "default", EventType: "charge.failed", Reason: "failed",
 		Attempts: 4, LastError: "boom", DeadAt: base.Add(-time.Minute)}, first)
 
 	// Filters and pages.
@@ -140,6 +140,53 @@ func TestClientDeadSet(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, http.StatusBadRequest, ae.Status)
 	require.Contains(t, ae.Message, "since")
+}
+
+// TestClientDestinationFilter: the destination filter of the list and the
+// bulk routes, and each item's destination.
+func TestClientDestinationFilter(t *testing.T) {
+	t.Parallel()
+	c, exec := newAPI(t)
+	ctx := context.Background()
+	base := time.Now().UTC().Truncate(time.Second)
+	insertDead(exec, 3, base)
+	exec(`INSERT INTO hookline_dead (source, event_id, destination, reason, last_error, dead_at, payload)
+		SELECT 's', 'bill_' || i, 'billing', 'failed', 'boom', $1::timestamptz - i * interval '1 second', 'p' FROM generate_series(1, 2) i`, base)
+
+	list, raw, err := c.List(ctx, adminclient.ListParams{Destination: "billing"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"bill_1", "bill_2"}, eventIDs(list))
+	require.Contains(t, string(raw), `"destination":"billing"`)
+	for _, it := range list.Items {
+		require.Equal(t, "billing", it.Destination)
+	}
+	it, _, err := c.Show(ctx, list.Items[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, "billing", it.Destination)
+	list, _, err = c.List(ctx, adminclient.ListParams{Destination: "default", Reason: "failed"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"evt_1", "evt_3"}, eventIDs(list))
+
+	f := adminclient.Filter{Destination: "billing", DryRun: true}
+	require.False(t, f.Empty(), "a destination alone is a filter")
+	b, _, err := c.RetryAll(ctx, f)
+	require.NoError(t, err)
+	require.Equal(t, &adminclient.Bulk{Matched: 2, DryRun: true}, b)
+	b, _, err = c.DeleteAll(ctx, adminclient.Filter{Destination: "billing"})
+	require.NoError(t, err)
+	require.Equal(t, &adminclient.Bulk{Matched: 2, Deleted: new(2)}, b)
+	list, _, err = c.List(ctx, adminclient.ListParams{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"evt_1", "evt_2", "evt_3"}, eventIDs(list), "the other destination's items stay")
+
+	// A limit below 1 is sent, for the server to refuse, not dropped.
+	for _, limit := range []int{-1, -500} {
+		_, _, err = c.List(ctx, adminclient.ListParams{Limit: limit})
+		var ae *adminclient.APIError
+		require.ErrorAs(t, err, &ae, limit)
+		require.Equal(t, http.StatusBadRequest, ae.Status)
+		require.Contains(t, ae.Message, "limit")
+	}
 }
 
 func eventIDs(l *adminclient.ItemList) []string {
@@ -266,10 +313,17 @@ func TestClientWire(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seen{http.MethodGet, "/admin/dead?limit=7&since=2026-01-02T03%3A04%3A05.000006Z&source=a+b", "Bearer tok", "application/json", "", ""}, got)
 
+	_, _, err = c.List(ctx, adminclient.ListParams{Destination: "bill ing", Limit: -1})
+	require.NoError(t, err)
+	require.Equal(t, "/admin/dead?destination=bill+ing&limit=-1", got.uri)
+
 	answer = func(w http.ResponseWriter) { _, _ = io.WriteString(w, `{"matched":0}`) }
 	_, _, err = c.DeleteAll(ctx, adminclient.Filter{Source: "s", DryRun: true})
 	require.NoError(t, err)
 	require.Equal(t, seen{http.MethodPost, "/admin/dead/delete", "Bearer tok", "application/json", "application/json", `{"source":"s","dry_run":true}`}, got)
+	_, _, err = c.RetryAll(ctx, adminclient.Filter{Source: "s", Destination: "billing", Reason: "failed"})
+	require.NoError(t, err)
+	require.Equal(t, seen{http.MethodPost, "/admin/dead/retry", "Bearer tok", "application/json", "application/json", `{"source":"s","destination":"billing","reason":"failed"}`}, got)
 
 	answer = func(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }
 	require.NoError(t, c.Delete(ctx, "1/2"))
@@ -301,4 +355,43 @@ func TestClientWire(t *testing.T) {
 	require.ErrorContains(t, err, "unexpected answer from GET /admin/events/s/e (is --url the hookline server?)")
 	require.Equal(t, "<html>hello</html>", string(raw))
 	require.False(t, errors.Is(err, adminclient.ErrNotFound))
+}
+
+// TestClientBaseURL: a BaseURL that is not an http:// or https:// URL is
+// refused before anything is sent.
+func TestClientBaseURL(t *testing.T) {
+	t.Parallel()
+	for base, want := range map[string]string{
+		"http://127.0.0.1:8080":      "",
+		"https://hookline.example/":  "",
+		"HTTP://127.0.0.1:8080":      "",
+		"http://h/prefix":            "",
+		"":                           "want an http:// or https:// URL",
+		"not-a-url":                  "want an http:// or https:// URL",
+		"127.0.0.1:8080":             "not a URL: first path segment in URL cannot contain colon",
+		"ftp://x":                    "want an http:// or https:// URL",
+		"unix:///run/hookline.sock":  "want an http:// or https:// URL",
+		"http://[::1":                "not a URL: missing ']' in host",
+		"http://":                    "no host",
+		"http:///admin":              "no host",
+		"http://h/?token=x":          "want the server's root, without a query or fragment",
+		"http://h/#x":                "want the server's root, without a query or fragment",
+		"http://h/?":                 "want the server's root, without a query or fragment",
+		"http://127.0.0.1:8080/%zz/": "not a URL: invalid URL escape \"%zz\"",
+	} {
+		err := adminclient.CheckBaseURL(base)
+		if want == "" {
+			require.NoError(t, err, base)
+			continue
+		}
+		require.EqualError(t, err, want, base)
+	}
+
+	var calls int
+	hs := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { calls++ }))
+	t.Cleanup(hs.Close)
+	c := &adminclient.Client{BaseURL: "ftp://" + hs.Listener.Addr().String(), Token: "tok", HTTP: hs.Client()}
+	_, _, err := c.List(context.Background(), adminclient.ListParams{})
+	require.EqualError(t, err, `base URL "ftp://`+hs.Listener.Addr().String()+`": want an http:// or https:// URL`)
+	require.Zero(t, calls)
 }
