@@ -182,6 +182,21 @@ func TestIngest(t *testing.T) {
 					require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, m)
 					require.Equal(t, "POST", resp.Header.Get("Allow"), "%s: Allow names only what the route takes", m)
 				}
+				for _, m := range []string{http.MethodTrace, http.MethodConnect, "FOO"} {
+					req, _ := http.NewRequest(m, b.url+"/webhooks/stripe", nil)
+					resp, err := http.DefaultClient.Do(req)
+					require.NoError(t, err)
+					body, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, m)
+					require.Equal(t, "POST", resp.Header.Get("Allow"), "%s: Allow names only what the route takes", m)
+					require.Contains(t, string(body), "webhooks are POSTed", m)
+				}
+				req, _ := http.NewRequest("FOO", b.url+"/webhooks/nope", nil)
+				resp, err = http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, http.StatusNotFound, resp.StatusCode, "an unknown source is still 404")
 			})
 
 			t.Run("Oversize413", func(t *testing.T) {

@@ -78,42 +78,47 @@ func itemDefaultID(src *Source, pr *providers.Request) (providers.Event, error) 
 }
 
 // Accepted reports, per item, whether hookline has ever accepted its event
-// (in any state). An item whose event id cannot be resolved is an error
-// naming it.
-func (s *Server) Accepted(ctx context.Context, source string, items []Item) ([]bool, error) {
+// (in any state), and refused[i] why item i can never be stored: its event
+// id or type is refused as a webhook carrying it would be (blank, too
+// long, a control character, …); such an item is not accepted.
+func (s *Server) Accepted(ctx context.Context, source string, items []Item) (accepted []bool, refused []error, err error) {
 	src, ok := s.sources[source]
 	if !ok {
-		return nil, fmt.Errorf("ingest: unknown source %q", source)
+		return nil, nil, fmt.Errorf("ingest: unknown source %q", source)
 	}
-	ids := make([]string, len(items))
+	ids := make([]string, 0, len(items))
+	refused = make([]error, len(items))
 	for i, it := range items {
 		ev, err := itemEvent(src, it)
 		if err != nil {
-			return nil, fmt.Errorf("item %d: %w", i, err)
+			refused[i] = err
+			continue
 		}
-		ids[i] = ev.ID
+		ids = append(ids, ev.ID)
 	}
 	rows, err := s.cfg.Pool.Query(ctx, itemsQuery, source, ids)
 	if err != nil {
-		return nil, fmt.Errorf("look up events: %w", err)
+		return nil, nil, fmt.Errorf("look up events: %w", err)
 	}
 	defer rows.Close()
 	known := map[string]bool{}
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		known[id] = true
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("look up events: %w", err)
+		return nil, nil, fmt.Errorf("look up events: %w", err)
 	}
-	out := make([]bool, len(items))
-	for i, id := range ids {
-		out[i] = known[id]
+	accepted = make([]bool, len(items))
+	for i := range items {
+		if refused[i] == nil {
+			accepted[i], ids = known[ids[0]], ids[1:]
+		}
 	}
-	return out, nil
+	return accepted, refused, nil
 }
 
 // StoreItems stores items of source, in the order given, each as a

@@ -275,8 +275,10 @@ func New(cfg Config) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = httpjson.ErrorHandler
-	// Every answer carries X-Request-Id (the caller's, or a new one); logs name it.
-	e.Use(middleware.RequestID(), middleware.Recover())
+	// Every answer carries X-Request-Id (the caller's, when it is a short
+	// token, or a new one); logs name it.
+	e.Pre(dropOddRequestID)
+	e.Use(middleware.RequestID(), middleware.Recover(), s.webhookMethods)
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
 	if !cfg.NoMetricsRoute {
@@ -287,7 +289,7 @@ func New(cfg Config) (*Server, error) {
 		e.GET("/webhooks/:source", s.handshake)
 		e.Match([]string{http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions},
 			"/webhooks/:source", s.notAllowed)
-		// Other methods on this path get echo's 405.
+		// Other methods on this path (TRACE, CONNECT, made-up ones): webhookMethods.
 	}
 	s.echo = e
 	return s, nil
@@ -454,6 +456,37 @@ func (s *Server) handshake(c echo.Context) error {
 		}
 	}
 	return s.notAllowed(c)
+}
+
+// webhookMethods answers, like notAllowed, a method the router has no
+// route for on a webhook path (TRACE, CONNECT, a made-up one), whose 405
+// would otherwise list every method routed there, refused ones included.
+func (s *Server) webhookMethods(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if _, refused := c.Get(echo.ContextKeyHeaderAllow).(string); refused && c.Path() == "/webhooks/:source" {
+			c.SetParamNames("source") // the router sets no parameters for a 405
+			c.SetParamValues(strings.TrimPrefix(c.Request().URL.Path, "/webhooks/"))
+			return s.notAllowed(c)
+		}
+		return next(c)
+	}
+}
+
+// maxRequestIDBytes bounds a caller's X-Request-Id that hookline keeps.
+const maxRequestIDBytes = 128
+
+// dropOddRequestID removes a caller's X-Request-Id that is longer than
+// maxRequestIDBytes or holds anything but visible ASCII, so that a new one
+// is made: the id is echoed in the answer and written in every log line of
+// the request, and unauthenticated callers must not choose their size.
+func dropOddRequestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Request().Header
+		if id := h.Get(echo.HeaderXRequestID); id != "" && (len(id) > maxRequestIDBytes || strings.IndexFunc(id, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0) {
+			h.Del(echo.HeaderXRequestID)
+		}
+		return next(c)
+	}
 }
 
 // notAllowed answers a method other than POST (or a GET the source's
@@ -767,9 +800,14 @@ const MaxEventIDBytes = 1024
 // empty or only whitespace (Unicode spaces included: such a key names
 // nothing a worker could claim), a type that is only whitespace (or empty,
 // when typeRequired: the source configures an event_type resolver, or its
-// provider's scheme gives every event a type), and an
-// id or type Postgres could not store: a NUL byte or invalid UTF-8, or an id
-// past MaxEventIDBytes. Caught here, such a delivery is never stored.
+// provider's scheme gives every event a type), an id or type Postgres
+// could not store (a NUL byte or invalid UTF-8, an id past
+// MaxEventIDBytes), and an id or type a forward could not carry intact in
+// its headers (Idempotency-Key, Hookline-Event-Id, Hookline-Event-Type,
+// webhook-id): a control character, which HTTP refuses, or leading or
+// trailing whitespace, which HTTP strips (two events "evt_1" and "evt_1 "
+// would reach the destination under one key). Caught here, such a delivery
+// is never stored.
 func checkEvent(src *Source, ev providers.Event, typeRequired bool) error {
 	idName, typeName := resolverName(src.EventIDName), resolverName(src.EventTypeName)
 	if src.EventTypeName == "" && src.defaultType != "" {
@@ -781,12 +819,21 @@ func checkEvent(src *Source, ev providers.Event, typeRequired bool) error {
 	if (ev.Type != "" || typeRequired) && strings.TrimSpace(ev.Type) == "" {
 		return fmt.Errorf("%w: the event type resolved by %s is empty or blank", providers.ErrMalformed, typeName)
 	}
-	for _, f := range [...]struct{ name, v string }{{"event id", ev.ID}, {"event type", ev.Type}} {
+	for _, f := range [...]struct{ name, v string }{{"event id resolved by " + idName, ev.ID}, {"event type resolved by " + typeName, ev.Type}} {
 		switch {
 		case !utf8.ValidString(f.v):
 			return fmt.Errorf("%w: the %s is not valid UTF-8", providers.ErrMalformed, f.name)
 		case strings.IndexByte(f.v, 0) >= 0:
 			return fmt.Errorf("%w: the %s contains a NUL byte", providers.ErrMalformed, f.name)
+		}
+		if i := strings.IndexFunc(f.v, isControl); i >= 0 {
+			r, _ := utf8.DecodeRuneInString(f.v[i:])
+			return fmt.Errorf("%w: the %s contains the control character %U at byte %d; HTTP headers cannot carry it to the destination",
+				providers.ErrMalformed, f.name, r, i)
+		}
+		if f.v != "" && strings.TrimSpace(f.v) != f.v {
+			return fmt.Errorf("%w: the %s starts or ends with whitespace; HTTP headers would strip it on the way to the destination",
+				providers.ErrMalformed, f.name)
 		}
 	}
 	if len(ev.ID) > MaxEventIDBytes {
@@ -794,6 +841,11 @@ func checkEvent(src *Source, ev providers.Event, typeRequired bool) error {
 	}
 	return nil
 }
+
+// isControl: a C0 or C1 control character or DEL, none of which an HTTP
+// header value may hold (tab included: a header may, but an id or type
+// holding one is not a provider's).
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
 
 func resolverName(n string) string {
 	if n == "" {

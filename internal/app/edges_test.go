@@ -531,6 +531,18 @@ func TestRequestIDInLogs(t *testing.T) {
 	generated := a.Header.Get("X-Request-Id")
 	require.NotEmpty(t, generated, "a request id is generated when the caller sends none")
 
+	// A caller's id that is long or holds anything but visible ASCII is
+	// replaced: it would be echoed and written in every log line.
+	for _, odd := range []string{strings.Repeat("R", 129), "abc\xff\xfe\"}{", "two words"} {
+		a = postEvent(testClient, ip.url(0), "s", "evt_rid3", "whsec_wrong", "X-Request-Id", odd)
+		require.Equal(t, http.StatusUnauthorized, a.Status)
+		require.NotEqual(t, odd, a.Header.Get("X-Request-Id"))
+		require.NotEmpty(t, a.Header.Get("X-Request-Id"), "a new id is made")
+		require.NotContains(t, logs.String(), odd)
+	}
+	a = postEvent(testClient, ip.url(0), "s", "evt_rid4", "whsec_wrong", "X-Request-Id", strings.Repeat("k", 128))
+	require.Equal(t, strings.Repeat("k", 128), a.Header.Get("X-Request-Id"), "128 visible ASCII bytes are kept")
+
 	for _, id := range []string{"req-edge-42", generated} {
 		var found bool
 		sc := bufio.NewScanner(strings.NewReader(logs.String()))

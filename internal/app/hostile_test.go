@@ -145,6 +145,47 @@ func TestBlankEventIDsAreRefused(t *testing.T) {
 	require.Zero(t, events+deliveries, "nothing stored")
 }
 
+// An id or type a forward could not carry intact in its headers
+// (Idempotency-Key, Hookline-Event-Id, Hookline-Event-Type) is a 400 naming
+// the resolver, and nothing is stored: a control character, which HTTP
+// refuses (the event could never be forwarded), or whitespace at either
+// end, which HTTP strips ("evt_1" and "evt_1 " would reach the destination
+// under one Idempotency-Key). Whitespace inside is carried intact.
+func TestEventIDsHeadersCannotCarryAreRefused(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	ip := startApp(t, serveConfig("127.0.0.1:0", dbURL, "http://127.0.0.1:9/x", "admin_token: "+hostileToken, ""), app.Options{})
+	post := func(id, typ string) answer {
+		body, _ := json.Marshal(map[string]any{"id": id, "object": "event", "type": typ, "created": 1764504000})
+		return postRaw(t, ip.url(0)+"/webhooks/s", body, "Content-Type", "application/json", "Stripe-Signature", stripeSig(body, stripeSecret))
+	}
+	for _, c := range []struct{ id, typ, want string }{
+		{"evt\nnl", "charge.succeeded", "event id resolved by resolver json:id contains the control character U+000A"},
+		{"evt\r\nX-Inject: 1", "charge.succeeded", "control character U+000D"},
+		{"evt\u0001\u007f", "charge.succeeded", "control character U+0001"},
+		{"evt_del\u007f", "charge.succeeded", "control character U+007F"},
+		{"evt_nel\u0085", "charge.succeeded", "control character U+0085"},
+		{"evt_ws ", "charge.succeeded", "event id resolved by resolver json:id starts or ends with whitespace"},
+		{" evt_ws", "charge.succeeded", "starts or ends with whitespace"},
+		{"evt_tab\t", "charge.succeeded", "control character U+0009"},
+		{"evt_type_nl", "charge.\nsucceeded", "event type resolved by the provider's default resolver json:type contains the control character U+000A"},
+		{"evt_type_ws", "charge.succeeded ", "event type resolved by the provider's default resolver json:type starts or ends with whitespace"},
+	} {
+		id, typ := c.id, c.typ
+		a := post(id, typ)
+		require.Equal(t, http.StatusBadRequest, a.Status, "id %q type %q: %s", id, typ, a.Body)
+		require.Contains(t, a.Body, c.want, "id %q type %q", id, typ)
+	}
+	pool := connect(t, dbURL)
+	var events int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM hookline_events`).Scan(&events))
+	require.Zero(t, events, "nothing stored")
+
+	a := post("evt inner space", "charge.succeeded")
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	require.Contains(t, a.Body, `"event_id":"evt inner space"`)
+}
+
 // Events that no worker can ever claim, stored by an older release (a blank
 // id) or left behind by a source removed from the configuration, end in the
 // dead set with reason failed and a readable error: nothing snoozes for

@@ -22,8 +22,16 @@ func items(events []reconcile.Event) []ingest.Item {
 	return out
 }
 
-func (s ingestStore) Known(ctx context.Context, source string, events []reconcile.Event) ([]bool, error) {
-	return s.in.Accepted(ctx, source, items(events))
+func (s ingestStore) Known(ctx context.Context, source string, events []reconcile.Event) ([]reconcile.Lookup, error) {
+	accepted, refused, err := s.in.Accepted(ctx, source, items(events))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]reconcile.Lookup, len(events))
+	for i := range out {
+		out[i] = reconcile.Lookup{Accepted: accepted[i], Refused: refused[i]}
+	}
+	return out, nil
 }
 
 func (s ingestStore) Store(ctx context.Context, source string, events []reconcile.Event) (int, error) {

@@ -279,3 +279,34 @@ func TestReconcileAnswers(t *testing.T) {
 	require.NotEmpty(t, eb["error"])
 	require.NotContains(t, body, stripeAPIKey, "the API key never shows")
 }
+
+// An event the provider lists that hookline can never store (an id a
+// webhook carrying it would be refused for: a control character, past the
+// length cap) is skipped and logged; the run stores the rest of its page
+// and answers 200, instead of failing on it every run until it leaves the
+// lookback.
+func TestReconcileSkipsEventsItCannotStore(t *testing.T) {
+	t.Parallel()
+	created := time.Now().Add(-time.Hour).Truncate(time.Second)
+	event := func(id string, i int) fakeapi.Event {
+		body, err := json.Marshal(map[string]any{"id": id, "object": "event", "type": "charge.succeeded", "created": created.Unix() + int64(i)})
+		require.NoError(t, err)
+		return fakeapi.Event{ID: id, Type: "charge.succeeded", Created: created.Add(time.Duration(i) * time.Second), Body: body}
+	}
+	api := fakeapi.NewStripe(t, stripeAPIKey, []fakeapi.Event{
+		event("evt_ok_1", 0), event("evt_bad\r\nX-Injected: 1", 1), event("evt_ok_2", 2),
+		event("evt_"+strings.Repeat("x", 2000), 3), event("evt_ok_3", 4),
+	})
+	dest := newLineSink(t, 0, nil)
+	ip := startApp(t, reconcileConfig(t, api.URL, dest.URL), app.Options{})
+	code, body := adminPost(t, ip.url(0), "/admin/sources/s/reconcile")
+	require.Equal(t, http.StatusOK, code, body)
+	require.JSONEq(t, `{"checked": 5, "missing": 3}`, body)
+	for _, id := range []string{"evt_ok_1", "evt_ok_2", "evt_ok_3"} {
+		code, body := adminGet(t, ip.url(0), "/admin/events/s/"+id)
+		require.Equal(t, http.StatusOK, code, "%s: %s", id, body)
+	}
+	code, body = adminPost(t, ip.url(0), "/admin/sources/s/reconcile")
+	require.Equal(t, http.StatusOK, code, body)
+	require.JSONEq(t, `{"checked": 5, "missing": 0}`, body, "the next run skips them again, and finds nothing missing")
+}

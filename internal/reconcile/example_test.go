@@ -15,8 +15,8 @@ import (
 // package ingest's store).
 type printStore struct{}
 
-func (printStore) Known(_ context.Context, _ string, events []reconcile.Event) ([]bool, error) {
-	return make([]bool, len(events)), nil
+func (printStore) Known(_ context.Context, _ string, events []reconcile.Event) ([]reconcile.Lookup, error) {
+	return make([]reconcile.Lookup, len(events)), nil
 }
 
 func (printStore) Store(_ context.Context, source string, events []reconcile.Event) (int, error) {

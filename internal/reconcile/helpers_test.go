@@ -47,15 +47,15 @@ func (m *memStore) know(source string, ids ...string) {
 	}
 }
 
-func (m *memStore) Known(_ context.Context, source string, events []reconcile.Event) ([]bool, error) {
+func (m *memStore) Known(_ context.Context, source string, events []reconcile.Event) ([]reconcile.Lookup, error) {
 	if m.knownHook != nil {
 		m.knownHook()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]bool, len(events))
+	out := make([]reconcile.Lookup, len(events))
 	for i, e := range events {
-		out[i] = m.known[source+"\x00"+e.ID]
+		out[i].Accepted = m.known[source+"\x00"+e.ID]
 	}
 	return out, nil
 }

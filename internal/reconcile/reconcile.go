@@ -31,13 +31,24 @@ type Event struct {
 // by package ingest).
 type Store interface {
 	// Known reports, for each event, whether hookline has ever accepted it
-	// (any state). The answer has one element per event, in order.
-	Known(ctx context.Context, source string, events []Event) ([]bool, error)
+	// (any state), or why it never can (Lookup). The answer has one element
+	// per event, in order.
+	Known(ctx context.Context, source string, events []Event) ([]Lookup, error)
 	// Store stores events, in the order given, as deliveries of origin
 	// "reconcile" through the ingest path (dedupe, filters, ordering) and
 	// returns how many were stored as new events (a webhook that raced
 	// ahead makes one a duplicate, not counted).
 	Store(ctx context.Context, source string, events []Event) (stored int, err error)
+}
+
+// Lookup is what the Store knows of one event.
+type Lookup struct {
+	// Accepted: hookline has accepted the event (in any state).
+	Accepted bool
+	// Refused, when set, is why the event can never be stored: its id or
+	// type is refused as a webhook carrying it would be. A run skips it
+	// (and logs it) instead of failing on it every time.
+	Refused error
 }
 
 // SourceConfig is one source's reconcile settings.
@@ -100,6 +111,7 @@ var (
 type Result struct {
 	Checked int // events the provider listed within the lookback
 	Missing int // events this run stored (hookline had never accepted them)
+	Skipped int // events hookline can never store (Lookup.Refused), logged
 }
 
 // Runner runs the reconciliations of the configured sources. It is safe

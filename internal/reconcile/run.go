@@ -104,7 +104,13 @@ func (r *Runner) reconcile(ctx context.Context, src *source, periodic bool, res 
 			return fmt.Errorf("reconcile %s: the store answered %d known flags for %d events", name, len(known), len(page))
 		}
 		for i, ev := range page {
-			if !known[i] && !seen[ev.ID] {
+			if err := known[i].Refused; err != nil {
+				res.Skipped++
+				src.logger.Warn("reconcile: skipped an event hookline cannot store; a webhook carrying it would be refused too",
+					"event_id", ev.ID, "error", err.Error())
+				continue
+			}
+			if !known[i].Accepted && !seen[ev.ID] {
 				seen[ev.ID] = true
 				missing = append(missing, ev)
 			}
@@ -127,7 +133,7 @@ func (r *Runner) reconcile(ctx context.Context, src *source, periodic bool, res 
 			return r.failed(src, periodic, *res, start, "storing", err)
 		}
 	}
-	src.logger.Info("reconcile run finished", "checked", res.Checked, "missing", res.Missing,
+	src.logger.Info("reconcile run finished", "checked", res.Checked, "missing", res.Missing, "skipped", res.Skipped,
 		"pages", pages, "duration", time.Since(start).Round(time.Millisecond))
 	return nil
 }
