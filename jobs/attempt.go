@@ -370,6 +370,42 @@ func (w *EventWorker) fail(ctx context.Context, r *run, workErr error) error {
 	return workErr
 }
 
+// stopped: ctx was cancelled by the worker's own stop (River's
+// StopAndCancel, or a chain's parent job cancelled), not by the attempt's
+// timeout.
+func stopped(ctx context.Context) bool {
+	return ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded)
+}
+
+// interrupted records an attempt this worker cut short by stopping: the
+// claim released, the error logged in the attempts log, and the attempt
+// given back to the budget, so a deploy never spends an event's attempts,
+// opens its destination's circuit or puts it in the dead set. River
+// retries the job (or its rescuer does, should the process exit first).
+func (w *EventWorker) interrupted(ctx context.Context, r *run, workErr error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), interruptedTimeout)
+	defer cancel()
+	msg := CleanText("interrupted: this worker was stopping (the attempt does not count): "+workErr.Error(), maxErrorBytes)
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		if err := r.claim.Release(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, stmt.markInterrupted, r.src.Name, r.ev.ID, r.t.Name, msg, r.ev.Attempt, 0, time.Since(r.start).Milliseconds(), msg)
+		return err
+	})
+	if err != nil && !errors.Is(err, idem.ErrLeaseLost) {
+		w.log.WarnContext(ctx, "could not record an interrupted attempt; its claim expires after the lease", "source", r.src.Name,
+			"destination", r.t.Name, "event_id", r.ev.ID, "error", err.Error())
+	}
+	w.log.InfoContext(ctx, "attempt interrupted by the worker's stop; not counted, will retry", "source", r.src.Name,
+		"destination", r.t.Name, "event_id", r.ev.ID, "attempt", r.ev.Attempt)
+	return workErr
+}
+
+// interruptedTimeout bounds recording an interrupted attempt: the process
+// is stopping.
+const interruptedTimeout = 3 * time.Second
+
 // maxRetryAfter caps how long a destination's Retry-After delays the next
 // attempt.
 const maxRetryAfter = time.Hour

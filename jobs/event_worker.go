@@ -343,6 +343,10 @@ func (w *EventWorker) outcome(ctx context.Context, r *run, workErr, leaseErr err
 			"source", r.src.Name, "destination", r.t.Name, "event_id", r.ev.ID, "error", delivered.err.Error())
 		_ = r.claim.Release(context.WithoutCancel(ctx), nil)
 		return workErr
+	case stopped(ctx):
+		// This worker is stopping (a deploy's SIGTERM past its deadline) and
+		// cancelled the attempt: not the destination's failure.
+		return w.interrupted(ctx, r, workErr)
 	}
 	w.gate.result(ctx, r, workErr)
 	return w.fail(ctx, r, workErr)

@@ -231,6 +231,9 @@ var stmt = struct {
 	// Worker: an attempt failed (source $1, event_id $2, destination $3,
 	// last error $4; the attempt's n $5, status $6, duration $7, error $8).
 	markRetry string
+	// Worker: an attempt was cut short by this worker's own stop: as
+	// markRetry, and the attempt is given back to the budget (job_attempts).
+	markInterrupted string
 	// Worker: the last attempt failed: the destination and its dead item
 	// (as markRetry, then $9 type, $10 delivery id, $11 content type, $12
 	// headers, $13 payload).
@@ -259,6 +262,10 @@ var stmt = struct {
 }{
 	markRetry: `WITH r AS (
 			UPDATE hookline_event_destinations SET state = 'queued', last_error = $4
+			WHERE source = $1 AND event_id = $2 AND destination = $3)
+		` + attemptLogSQL("$1", "$2", "$3", 5, ""),
+	markInterrupted: `WITH r AS (
+			UPDATE hookline_event_destinations SET state = 'queued', last_error = $4, job_attempts = greatest(job_attempts - 1, 0)
 			WHERE source = $1 AND event_id = $2 AND destination = $3)
 		` + attemptLogSQL("$1", "$2", "$3", 5, ""),
 	markDead: `WITH r AS (

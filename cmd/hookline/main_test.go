@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
@@ -253,4 +254,32 @@ func TestRoleWorkerServesNoIngest(t *testing.T) {
 	}
 	code, _ := stripeDelivery(t, addr, "evt_worker")
 	require.Equal(t, http.StatusNotFound, code)
+}
+
+// TestSIGTERMWhileMigrating: a SIGTERM while serve waits for the migration
+// lock (another instance migrating) is a clean stop: exit 0, saying so.
+func TestSIGTERMWhileMigrating(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(ctx) })
+	_, err = conn.Exec(ctx, `SELECT pg_advisory_lock(x'686f6f6b6c696e65'::bigint)`) // the migrators' lock
+	require.NoError(t, err)
+
+	addr := freeAddr(t)
+	p := proctest.Start(t, addr, nil, "serve", "--config", writeConfig(t, config(dbURL, addr, "http://127.0.0.1:9/x", "")))
+	require.Eventually(t, func() bool {
+		var waiting int
+		return conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting) == nil && waiting > 0
+	}, 60*time.Second, 50*time.Millisecond, "serve waits for the migration lock")
+	require.NoError(t, p.Cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.Exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("hookline did not exit after SIGTERM")
+	}
+	require.Equal(t, 0, p.Cmd.ProcessState.ExitCode(), p.Out())
+	require.Contains(t, p.Out(), "stopped while starting")
 }

@@ -84,7 +84,7 @@ type App struct {
 	reconciler *reconcile.Runner // nil: no source reconciles
 	admin      *echo.Echo        // separate admin router when admin_listen is set
 	stopUI     context.CancelFunc
-	migrated   atomic.Bool
+	migratedAt atomic.Int64 // when the schema was last found current (unix ns); 0: not yet
 	tracing    *tracing.Provider
 	servers    []*http.Server
 	addrs      []net.Addr
@@ -187,6 +187,16 @@ func (a *App) build(ctx context.Context) error {
 	if !a.opts.NoMigrate {
 		if err := a.migrate(ctx); err != nil {
 			return err
+		}
+	} else if a.opts.Role != RoleIngest {
+		// Workers need River's tables at start; say what to do rather than
+		// River's "relation does not exist".
+		st, err := migrations.Check(ctx, a.Pool)
+		if err != nil {
+			return fmt.Errorf("check migrations: %w", err)
+		}
+		if !st.Current() {
+			return fmt.Errorf("%w (or start without --no-migrate)", errNotMigrated)
 		}
 	}
 	inSources, jobSources, err := a.sources()
@@ -350,16 +360,24 @@ func (a *App) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	a.migrated.Store(true)
+	a.migratedAt.Store(time.Now().UnixNano())
 	return nil
 }
+
+// migrationRecheck is how long /readyz trusts its last look at the schema:
+// a database migrated down under a running instance turns it unready
+// within this time.
+const migrationRecheck = 10 * time.Second
+
+// errNotMigrated says what to do about a database behind the binary.
+var errNotMigrated = errors.New("database not migrated: run `hookline migrate up`")
 
 // ready: Postgres reachable and migrated.
 func (a *App) ready(ctx context.Context) error {
 	if err := a.Pool.Ping(ctx); err != nil {
 		return fmt.Errorf("postgres unreachable: %w", err)
 	}
-	if a.migrated.Load() {
+	if at := a.migratedAt.Load(); at != 0 && time.Since(time.Unix(0, at)) < migrationRecheck {
 		return nil
 	}
 	st, err := migrations.Check(ctx, a.Pool)
@@ -367,9 +385,10 @@ func (a *App) ready(ctx context.Context) error {
 		return err
 	}
 	if !st.Current() {
-		return errors.New("database not migrated: run `hookline migrate up`")
+		a.migratedAt.Store(0)
+		return errNotMigrated
 	}
-	a.migrated.Store(true)
+	a.migratedAt.Store(time.Now().UnixNano())
 	return nil
 }
 
@@ -468,34 +487,55 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 	return runErr
 }
 
-// shutdown drains within shutdown_timeout: HTTP first (no new deliveries),
-// then the committer, then the workers (running jobs finish; past the
-// deadline they are cancelled and their claims released for a retry).
+// shutdown drains within shutdown_timeout. At once: HTTP stops taking
+// requests (those in flight finish, then the committer), and the workers
+// stop fetching (a job started after the signal would not be in flight);
+// running jobs finish. Past the deadline less a reserve (a quarter of the
+// timeout, at most 5 s), running jobs are cancelled: their attempts are
+// recorded as interrupted, not counted, and retried. Whatever still holds
+// a database connection at the deadline is not waited for.
 func (a *App) shutdown() {
 	timeout := a.Config.ShutdownTimeout.D()
 	a.Log.Info("shutting down", "timeout", timeout.String())
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	soft, softCancel := context.WithTimeout(ctx, timeout-min(5*time.Second, timeout/4))
+	defer softCancel()
+	workers := make(chan struct{})
+	go func() {
+		defer close(workers)
+		if a.opts.Role == RoleIngest {
+			return
+		}
+		if err := a.River.Stop(soft); err != nil {
+			a.Log.Warn("jobs did not finish in time; cancelling them (their attempts are not counted)", "error", err.Error())
+			_ = a.River.StopAndCancel(ctx)
+		}
+	}()
 	var wg sync.WaitGroup
 	for _, s := range a.servers {
 		wg.Go(func() { _ = s.Shutdown(ctx) })
 	}
 	wg.Wait()
 	a.Ingest.Close()
-	if a.opts.Role != RoleIngest {
-		if err := a.River.Stop(ctx); err != nil {
-			a.Log.Warn("jobs did not finish in time; cancelling them", "error", err.Error())
-			hard, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = a.River.StopAndCancel(hard)
-			cancel()
-		}
-	}
+	<-workers
 	if a.reconciler != nil {
 		a.reconciler.Wait() // Run's context is done: periodic runs stop
 	}
 	a.stopUI()
-	a.Pool.Close()
-	if err := a.tracing.Shutdown(ctx); err != nil {
+	closed := make(chan struct{})
+	go func() { a.Pool.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		a.Log.Warn("database connections still in use at the shutdown deadline (is Postgres answering?); exiting without them")
+	}
+	tctx, tcancel := context.WithTimeout(context.Background(), time.Second)
+	if d, ok := ctx.Deadline(); ok && time.Until(d) > time.Second {
+		tctx, tcancel = ctx, func() {}
+	}
+	defer tcancel()
+	if err := a.tracing.Shutdown(tctx); err != nil {
 		a.Log.Warn("spans not exported before shutdown", "error", err.Error())
 	}
 	a.Log.Info("stopped")

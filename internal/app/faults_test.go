@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,8 +24,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookline/hookline/internal/app"
+	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/pgcluster"
 	"github.com/hookline/hookline/internal/pgtest"
+	"github.com/hookline/hookline/migrations"
 )
 
 // Time bounds hookline promises (docs/operations.md), plus slack for a loaded 2-core machine
@@ -716,4 +719,111 @@ func TestAttemptNotBurntBeforeClaim(t *testing.T) {
 			state == "dead"
 	}, rescueBound+30*time.Second, 500*time.Millisecond)
 	require.Equal(t, 2, attempts, "dead after %d destination attempts (the destination saw %d); max_attempts is 2", attempts, calls.Load())
+}
+
+// A SIGTERM whose drain outlasts shutdown_timeout: the app returns within
+// the timeout (plus scheduling slack); the workers stop fetching at once,
+// so an event accepted elsewhere after the signal is not started here; the
+// attempt the stop cut short is recorded as interrupted and not counted, so
+// even on its last attempt (max_attempts: 1) the event does not go dead; the
+// next instance forwards it.
+func TestShutdownPastItsDeadlineSpendsNoAttempt(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	var mu sync.Mutex
+	got := map[string]int{}
+	started := make(chan string, 10)
+	hang := make(chan struct{})
+	var hanging atomic.Bool
+	hanging.Store(true)
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		started <- key
+		if hanging.Load() {
+			select {
+			case <-hang:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		mu.Lock()
+		got[key]++
+		mu.Unlock()
+	}))
+	t.Cleanup(dest.Close)
+	t.Cleanup(func() { close(hang) })
+	cfg := func(role string) string {
+		return fmt.Sprintf(`listen: 127.0.0.1:0
+database_url: %q
+admin_token: %s
+shutdown_timeout: 2s
+sources:
+  - name: s
+    provider: stripe
+    secrets: [%q]
+    lease: 60s
+    destination: {url: %q, timeout: 30s, max_attempts: 1, backoff: {min: 100ms, max: 200ms}}
+`, dbURL, hostileToken, stripeSecret, dest.URL) + role
+	}
+	a := startApp(t, cfg(""), app.Options{})
+	in := startApp(t, cfg(""), app.Options{Role: app.RoleIngest})
+	require.Equal(t, http.StatusOK, postEvent(testClient, a.url(0), "s", "evt_cut", stripeSecret).Status)
+	require.Equal(t, "s:evt_cut", <-started)
+
+	begin := time.Now()
+	a.cancel()
+	// Accepted elsewhere after the signal: not started by the stopping worker.
+	require.Equal(t, http.StatusOK, postEvent(testClient, in.url(0), "s", "evt_after", stripeSecret).Status)
+	a.stop(t)
+	took := time.Since(begin)
+	t.Logf("stopped in %v (shutdown_timeout 2s)", took)
+	require.Less(t, took, 2*time.Second+1500*time.Millisecond, "the drain is bounded by shutdown_timeout")
+	select {
+	case key := <-started:
+		t.Fatalf("the stopping worker started %s after the signal", key)
+	default:
+	}
+
+	pool := connect(t, dbURL)
+	ctx := context.Background()
+	var state string
+	var jobAttempts, logged int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT state, job_attempts,
+		(SELECT count(*) FROM hookline_attempts a WHERE a.source = r.source AND a.event_id = r.event_id AND a.error LIKE 'interrupted:%')
+		FROM hookline_event_destinations r WHERE source = 's' AND event_id = 'evt_cut'`).Scan(&state, &jobAttempts, &logged))
+	require.Equal(t, "queued", state, "not dead: the attempt was the worker's stop, not the destination")
+	require.Zero(t, jobAttempts, "the interrupted attempt is given back to the budget")
+	require.Equal(t, 1, logged, "the attempts log shows the interrupted attempt")
+
+	hanging.Store(false)
+	startApp(t, cfg(""), app.Options{Role: app.RoleWorker})
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return got["s:evt_cut"] == 1 && got["s:evt_after"] == 1
+	}, 60*time.Second, 50*time.Millisecond, "the next instance forwards both")
+}
+
+// /readyz looks at the schema again (at most every 10 s): a database
+// migrated down under a running instance turns it unready, instead of a
+// load balancer sending it deliveries it answers 503. And a worker started
+// with --no-migrate on a database behind the binary says what to do.
+func TestReadyzNoticesAMigrationDown(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	ip := startApp(t, serveConfig("127.0.0.1:0", dbURL, "http://127.0.0.1:9/x", "", ""), app.Options{})
+	code, _, body := get(ip.url(0) + "/readyz")
+	require.Equal(t, http.StatusOK, code, body)
+
+	pool := connect(t, dbURL)
+	require.NoError(t, migrations.Down(context.Background(), pool, false, nil)) // the last of hookline's migrations
+	require.Eventually(t, func() bool {
+		code, _, body = get(ip.url(0) + "/readyz")
+		return code == http.StatusServiceUnavailable
+	}, 30*time.Second, 200*time.Millisecond, "readyz still %d %s", code, body)
+
+	cfg, err := config.Parse([]byte(serveConfig("127.0.0.1:0", dbURL, "http://127.0.0.1:9/x", "", "")), os.Getenv)
+	require.NoError(t, err)
+	_, err = app.New(context.Background(), cfg, app.Options{Role: app.RoleWorker, NoMigrate: true, Logger: slog.New(slog.DiscardHandler)})
+	require.ErrorContains(t, err, "database not migrated: run `hookline migrate up` (or start without --no-migrate)")
 }
