@@ -193,15 +193,16 @@ func (w *EventWorker) NextRetry(job *river.Job[EventArgs]) time.Time {
 	return time.Now().Add(Backoff(t.BackoffMin, t.BackoffMax, job.Attempt))
 }
 
-// Backoff returns the delay before the attempt after attempt (1-based).
+// Backoff returns the delay before the attempt after attempt (1-based):
+// minD doubled per attempt, up to maxD, plus up to half of it at random,
+// never above maxD. So minD is a floor and maxD a ceiling.
 func Backoff(minD, maxD time.Duration, attempt int) time.Duration {
 	d := minD
 	for i := 1; i < attempt && d < maxD; i++ {
 		d *= 2
 	}
 	d = min(d, maxD)
-	half := d / 2
-	return half + time.Duration(rand.Int64N(int64(half)+1))
+	return min(d+time.Duration(rand.Int64N(int64(d/2)+1)), maxD)
 }
 
 // holder names the claim holder: the River job and its attempt.

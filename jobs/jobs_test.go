@@ -266,14 +266,22 @@ func TestCompletedEventIsDuplicate(t *testing.T) {
 	}
 }
 
+// Backoff doubles from min per attempt, with up to half of the interval
+// added at random: min is a floor (never a retry sooner than backoff.min)
+// and max a ceiling.
 func TestBackoff(t *testing.T) {
 	t.Parallel()
 	for attempt := 1; attempt <= 30; attempt++ {
 		d := jobs.Backoff(time.Second, time.Hour, attempt)
 		want := time.Second << min(attempt-1, 12)
 		want = min(want, time.Hour)
-		require.GreaterOrEqual(t, d, want/2, "attempt %d", attempt)
-		require.LessOrEqual(t, d, want, "attempt %d", attempt)
+		require.GreaterOrEqual(t, d, want, "attempt %d", attempt)
+		require.LessOrEqual(t, d, min(want+want/2, time.Hour), "attempt %d", attempt)
+	}
+	for range 1000 {
+		require.GreaterOrEqual(t, jobs.Backoff(time.Second, 2*time.Second, 1), time.Second, "min is a floor")
+		require.LessOrEqual(t, jobs.Backoff(time.Second, 2*time.Second, 1), 1500*time.Millisecond)
+		require.Equal(t, 2*time.Second, jobs.Backoff(time.Second, 2*time.Second, 2), "max is a ceiling")
 	}
 }
 
