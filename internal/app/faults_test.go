@@ -704,8 +704,10 @@ func TestAttemptNotBurntBeforeClaim(t *testing.T) {
 	w := startServe(t, writeConfig(t, strings.Replace(cfg, "ADDR", addr2, 1)), addr2, "--role", "worker")
 	require.Eventually(t, func() bool {
 		var n int
+		// pg_stat_activity keeps a statement's first 1 KiB: the claim batch
+		// (WITH q AS MATERIALIZED …) names the table further on.
 		return pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND wait_event_type = 'Lock' AND query LIKE '%hookline_event_destinations%'`).Scan(&n) == nil && n > 0
+			AND wait_event_type = 'Lock' AND (query LIKE '%hookline_event_destinations%' OR query LIKE 'WITH q AS MATERIALIZED%')`).Scan(&n) == nil && n > 0
 	}, 30*time.Second, 50*time.Millisecond, "the worker's claim transaction blocks on the row lock")
 	w.Kill()
 	require.NoError(t, tx.Rollback(ctx))
