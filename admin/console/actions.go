@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -126,36 +127,48 @@ func (c *Console) deleteOne(ec echo.Context) error {
 	return ec.Redirect(http.StatusSeeOther, withDone(backOr(ec, Prefix+"/dead"), "done", "deleted-one"))
 }
 
-// bulkRequest is a bulk action's form: retry or delete, over the selected
-// items or over every item the filter matches.
+// bulkRequest is a bulk action: retry or delete, over the selected items or
+// over every item the filter matches in the window its dry run fixed.
 type bulkRequest struct {
 	Action   string // "retry" or "delete"
 	Selected bool   // over IDs, else over the filter
 	IDs      []int64
-	Form     deadForm
-	Filter   jobs.DeadFilter
-	Back     string
+	// Form is the filter as the request says it; once the window is fixed
+	// its since and until are instants (RFC 3339, UTC).
+	Form   deadForm
+	Filter jobs.DeadFilter // Form with its times resolved
+	// Back is the dead-set page the action was started from.
+	Back string
+	// Counted is what the dry run counted, carried by the confirmation
+	// (-1 without).
+	Counted int
 }
 
-func (c *Console) bulkRequestOf(ec echo.Context) (*bulkRequest, string) {
-	action, scope := ec.FormValue("action"), ec.FormValue("scope")
-	if op := ec.FormValue("op"); op != "" { // the dead-set page's buttons: "retry-selected", "delete-filter", …
+// bulkRequestOf reads a bulk action from a form (the dead-set page's, or
+// the confirmation's) or from the confirmation page's query.
+func bulkRequestOf(v url.Values, now time.Time) (*bulkRequest, string) {
+	action, scope := v.Get("action"), v.Get("scope")
+	if op := v.Get("op"); op != "" { // the dead-set page's buttons: "retry-selected", "delete-filter", …
 		action, scope, _ = strings.Cut(op, "-")
 	}
-	b := &bulkRequest{Action: action, Selected: scope == "selected", Form: deadFormOf(ec.FormValue)}
-	b.Back = Prefix + "/dead?" + b.Form.values().Encode()
+	b := &bulkRequest{Action: action, Selected: scope == "selected", Form: deadFormOf(v.Get), Counted: -1}
+	b.Back = deadBack(v.Get("back"), Prefix+"/dead?"+b.Form.values().Encode())
 	if b.Action != "retry" && b.Action != "delete" {
 		return nil, "Unknown action; want retry or delete."
 	}
 	var err error
-	if b.Filter, err = b.Form.filter(time.Now()); err != nil {
+	if b.Filter, err = b.Form.filter(now); err != nil {
 		return nil, err.Error()
+	}
+	if n := v.Get("n"); n != "" {
+		if b.Counted, err = strconv.Atoi(n); err != nil || b.Counted < 0 {
+			return nil, fmt.Sprintf("%q is not a count.", n)
+		}
 	}
 	if !b.Selected {
 		return b, ""
 	}
-	params, _ := ec.FormParams()
-	for _, v := range params["id"] {
+	for _, v := range v["id"] {
 		id, err := deadIDOf(v)
 		if err != nil {
 			return nil, fmt.Sprintf("%q is not a dead item's id.", v)
@@ -171,22 +184,111 @@ func (c *Console) bulkRequestOf(ec echo.Context) (*bulkRequest, string) {
 	return b, ""
 }
 
+// deadBack is v if it is the dead-set page (with any filter), else def.
+func deadBack(v, def string) string {
+	if p := localPath(v); p != "" {
+		if u, err := url.Parse(p); err == nil && u.Path == Prefix+"/dead" {
+			return p
+		}
+	}
+	return def
+}
+
+// stamp writes an instant of a filter as the console reads it back
+// exactly: RFC 3339 in UTC, to the microsecond Postgres keeps ("" for the
+// zero time).
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// query is the confirmation page's query for b: its filter with the times
+// resolved (a relative "1h" becomes the instant it meant at the dry run).
+func (b *bulkRequest) query() url.Values {
+	v := b.Form.values()
+	v.Del("since")
+	v.Del("until")
+	if s := stamp(b.Filter.Since); s != "" {
+		v.Set("since", s)
+	}
+	if s := stamp(b.Filter.Until); s != "" {
+		v.Set("until", s)
+	}
+	v.Set("action", b.Action)
+	v.Set("scope", map[bool]string{true: "selected", false: "filter"}[b.Selected])
+	for _, id := range b.IDs {
+		v.Add("id", strconv.FormatInt(id, 10))
+	}
+	v.Set("back", b.Back)
+	return v
+}
+
+// fixWindow closes the window of a bulk action over a filter at the newest
+// item it matches now: until becomes just past that item's dead_at (or
+// stays the filter's own until when that is earlier), so an item that dies
+// after the dry run is outside it, whatever it is. Since and until are then
+// written as instants.
+func (c *Console) fixWindow(ctx context.Context, b *bulkRequest) error {
+	newest, _, err := c.cfg.Dead.List(ctx, b.Filter, nil, 1)
+	if err != nil {
+		return err
+	}
+	if len(newest) == 1 {
+		// dead_at has microseconds: nothing sits between it and this.
+		if u := newest[0].DeadAt.Add(time.Microsecond); b.Filter.Until.IsZero() || u.Before(b.Filter.Until) {
+			b.Filter.Until = u
+		}
+	}
+	b.Form.Since, b.Form.Until = stamp(b.Filter.Since), stamp(b.Filter.Until)
+	return nil
+}
+
 // bulk answers POST /admin/ui/dead/bulk. Without confirm=yes it is the dry
-// run: it counts what would be acted on and asks ("N items match; retry
-// them?"), changing nothing; with it, it acts and sends the browser back to
-// the dead set with the outcome.
+// run: it changes nothing, fixes the window (fixWindow: relative times
+// become instants, until closes just after the newest item that matches),
+// and sends the browser to the confirmation page, which counts in that
+// window and asks ("N items match; retry them?"). With confirm=yes it acts
+// on the window and the count the confirmation carries, and sends the
+// browser back to the dead set with the outcome.
 func (c *Console) bulk(ec echo.Context) error {
-	b, msg := c.bulkRequestOf(ec)
+	params, err := ec.FormParams()
+	if err != nil {
+		return c.errorPage(ec, http.StatusBadRequest, "The form could not be read.")
+	}
+	b, msg := bulkRequestOf(params, time.Now())
 	if b == nil {
 		return c.errorPage(ec, http.StatusBadRequest, msg)
 	}
-	if ec.FormValue("confirm") != "yes" {
-		return c.confirmBulk(ec, b)
+	if params.Get("confirm") != "yes" {
+		if !b.Selected {
+			if err := c.fixWindow(ec.Request().Context(), b); err != nil {
+				return c.fail(ec, err)
+			}
+		}
+		// Post/Redirect/Get: Back and reload show the confirmation of the
+		// same window again (counted afresh), never "Confirm Form
+		// Resubmission".
+		return ec.Redirect(http.StatusSeeOther, Prefix+"/dead/confirm?"+b.query().Encode())
 	}
 	if b.Selected {
 		return c.actOnSelected(ec, b)
 	}
 	ctx := ec.Request().Context()
+	if b.Filter.Until.IsZero() || b.Counted < 0 {
+		return c.errorPageBack(ec, http.StatusBadRequest, "This confirmation does not say what its dry run counted; nothing was changed. Start again from the dead set.", b.Back)
+	}
+	// The window is closed, so nothing that died after the dry run is in
+	// it; an item committed late with an earlier dead_at could still be:
+	// then the count is above the confirmed one, and nothing happens.
+	n, err := c.cfg.Dead.Count(ctx, b.Filter)
+	if err != nil {
+		return c.fail(ec, err)
+	}
+	if n > b.Counted {
+		return c.errorPageBack(ec, http.StatusConflict, fmt.Sprintf("The dead set changed since the dry run: it counted %d, and %d match now. Nothing was changed; run it again.", b.Counted, n), b.Back)
+	}
 	act, word := c.cfg.Dead.RetryAll, "retried"
 	if b.Action == "delete" {
 		act, word = c.cfg.Dead.DeleteAll, "deleted"
@@ -195,15 +297,21 @@ func (c *Console) bulk(ec echo.Context) error {
 	if err != nil {
 		return c.fail(ec, err)
 	}
-	c.log.Info("operator bulk "+b.Action, "via", "console", "filter", fmt.Sprintf("%+v", b.Filter), "matched", res.Matched,
-		"done", res.Done, "skipped", res.Skipped)
+	c.log.Info("operator bulk "+b.Action, "via", "console", "filter", fmt.Sprintf("%+v", b.Filter), "counted", b.Counted,
+		"matched", res.Matched, "done", res.Done, "skipped", res.Skipped)
 	return ec.Redirect(http.StatusSeeOther, withDone(b.Back, "done", word, "n", strconv.Itoa(res.Done),
 		"of", strconv.Itoa(res.Matched), "skipped", strconv.Itoa(res.Skipped)))
 }
 
-// confirmBulk is the dry run of a bulk action: how many items it would act
-// on now, and a form that acts.
-func (c *Console) confirmBulk(ec echo.Context, b *bulkRequest) error {
+// confirmPage answers GET /admin/ui/dead/confirm, the dry run's page: it
+// counts what the action would act on in the window (fixing it first when
+// the URL has none, as a typed one may not), restates the filter, and
+// offers the form that acts on exactly that window, carrying the count.
+func (c *Console) confirmPage(ec echo.Context) error {
+	b, msg := bulkRequestOf(ec.QueryParams(), time.Now())
+	if b == nil {
+		return c.errorPageBack(ec, http.StatusBadRequest, msg, Prefix+"/dead")
+	}
 	ctx := ec.Request().Context()
 	n := 0
 	if b.Selected {
@@ -215,6 +323,9 @@ func (c *Console) confirmBulk(ec echo.Context, b *bulkRequest) error {
 			}
 		}
 	} else {
+		if err := c.fixWindow(ctx, b); err != nil {
+			return c.fail(ec, err)
+		}
 		var err error
 		if n, err = c.cfg.Dead.Count(ctx, b.Filter); err != nil {
 			return c.fail(ec, err)
@@ -224,12 +335,14 @@ func (c *Console) confirmBulk(ec echo.Context, b *bulkRequest) error {
 	for i, id := range b.IDs {
 		ids[i] = strconv.FormatInt(id, 10)
 	}
+	f := b.Form
+	whole := !b.Selected && f.Source == "" && f.Destination == "" && f.Reason == "" && f.EventType == "" && f.Since == ""
 	return c.render(ec, http.StatusOK, "confirm", page{Title: "Confirm", Nav: "dead", Data: struct {
 		*bulkRequest
 		N      int
 		Whole  bool
 		IDText []string
-	}{b, n, !b.Selected && b.Form.empty(), ids}})
+	}{b, n, whole, ids}})
 }
 
 // actOnSelected retries or deletes the selected items one by one; items

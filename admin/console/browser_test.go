@@ -210,6 +210,10 @@ const deadID = "evt_1PbX9kL2mQ"
 func TestBrowser(t *testing.T) {
 	b := &browse{ctx: newChrome(t), h: startHookline(t), shots: t.TempDir()}
 	h := b.h
+	// Odd ones first (the keyboard step opens the newest event): a long id
+	// and type, and an id a browser would resolve as a path segment.
+	h.send(t, "shop", longID, longType)
+	h.send(t, "shop", "..", "charge.failed")
 	h.send(t, "shop", deadID, "payment_intent.payment_failed")
 	for i := range 3 {
 		h.send(t, "shop", fmt.Sprintf("evt_inv_%d", i), "invoice.payment_failed")
@@ -222,6 +226,8 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 	h.waitState(t, "shop", deadID, "dead")
+	h.waitState(t, "shop", longID, "dead")
+	h.waitState(t, "shop", "..", "dead")
 	for i := range 3 {
 		h.waitState(t, "shop", fmt.Sprintf("evt_inv_%d", i), "dead")
 	}
@@ -240,6 +246,13 @@ func TestBrowser(t *testing.T) {
 		{"Overview", (*browse).overview},
 		{"Keyboard", (*browse).keyboard},
 		{"PhoneWidth", (*browse).phoneWidth},
+		{"LongValuesKeepTheColumnsInView", (*browse).longValuesKeepTheColumnsInView},
+		{"DotIDsOpen", (*browse).dotIDsOpen},
+		{"BulkDeleteActsOnWhatTheDryRunCounted", (*browse).bulkDeleteActsOnWhatTheDryRunCounted},
+		{"BackAfterActionsShowsTheStateNow", (*browse).backAfterActionsShowsTheStateNow},
+		{"EnterOnADestinationDoesNotPauseIt", (*browse).enterOnADestinationDoesNotPauseIt},
+		{"TimeFiltersInTheBrowsersZone", (*browse).timeFiltersInTheBrowsersZone},
+		{"WaitingEventPageBacksOffAndKeepsASelection", (*browse).waitingEventPageBacksOffAndKeepsASelection},
 	} {
 		if !t.Run(s.name, func(t *testing.T) { s.run(b, t) }) {
 			break // the next steps build on this one
@@ -379,15 +392,229 @@ func (b *browse) keyboard(t *testing.T) {
 	step(t, b.ctx, "g d goes to the dead set", chromedp.KeyEvent("gd"), chromedp.WaitVisible(chromedp.ID("dead")))
 }
 
-// phoneWidth: at 390 px no page scrolls sideways (wide tables scroll in
-// their own box).
+// phoneWidth: at 390, 375 and 360 px no page scrolls sideways (wide tables
+// scroll in their own box), and every filter is on screen.
 func (b *browse) phoneWidth(t *testing.T) {
-	step(t, b.ctx, "a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)),
-		chromedp.Navigate(b.h.url+"/admin/ui/events/shop/"+deadID), chromedp.WaitVisible(chromedp.ID("pretty")))
-	for _, p := range []string{"/admin/ui/", "/admin/ui/events", "/admin/ui/dead", "/admin/ui/destinations", "/admin/ui/events/shop/" + deadID} {
-		step(t, b.ctx, p, chromedp.Navigate(b.h.url+p), chromedp.WaitVisible(chromedp.ID("main")))
-		require.True(t, eval[bool](t, b.ctx, `document.documentElement.scrollWidth <= window.innerWidth`), "%s scrolls sideways on a phone", p)
+	for _, w := range []int64{390, 375, 360} {
+		step(t, b.ctx, "a phone", chromedp.EmulateViewport(w, 780, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+			chromedp.Navigate(b.h.url+"/admin/ui/events/shop/"+deadID), chromedp.WaitVisible(chromedp.ID("pretty")))
+		for _, p := range []string{"/admin/ui/", "/admin/ui/events", "/admin/ui/dead", "/admin/ui/destinations", "/admin/ui/events/shop/" + deadID} {
+			step(t, b.ctx, p, chromedp.Navigate(b.h.url+p), chromedp.WaitVisible(chromedp.ID("main")))
+			// Against the screen's width: on a phone the layout viewport
+			// (innerWidth) grows with content that is too wide.
+			require.LessOrEqual(t, eval[int64](t, b.ctx, `document.documentElement.scrollWidth`), w, "%s scrolls sideways at %d px", p, w)
+			require.True(t, eval[bool](t, b.ctx, fmt.Sprintf(`[...document.querySelectorAll('.filters input, .filters select, .filters button')].every(e => {
+				const r = e.getBoundingClientRect(); return r.left >= 0 && r.right <= %d })`, w)), "%s: a filter is off screen at %d px", p, w)
+		}
+		if w == 390 {
+			screenshot(t, b.ctx, b.shots, "phone-event")
+		}
 	}
-	screenshot(t, b.ctx, b.shots, "phone-event")
-	step(t, b.ctx, "back to a laptop", chromedp.EmulateViewport(1280, 800))
+	step(t, b.ctx, "back to a laptop", chromedp.EmulateReset(), chromedp.EmulateViewport(1280, 800))
+}
+
+// A long id and type, and the attempts of an event whose destination
+// answered a long error without spaces.
+var (
+	longID   = "evt_" + strings.Repeat("L", 296)
+	longType = "customer." + strings.Repeat("verylongtypename", 15)
+)
+
+// fits: no table on the page is wider than its scroll box, so every
+// column is in view.
+const fits = `[...document.querySelectorAll('.scroll')].every(s => s.scrollWidth <= s.clientWidth + 1)`
+
+// longValuesKeepTheColumnsInView: at 1280×800, a long id or type (or a
+// long error) wraps, and the State, Deliveries and Attempts columns stay
+// in view.
+func (b *browse) longValuesKeepTheColumnsInView(t *testing.T) {
+	step(t, b.ctx, "events", chromedp.Navigate(b.h.url+"/admin/ui/events?source=shop"), chromedp.WaitVisible(chromedp.ID("events")))
+	require.True(t, eval[bool](t, b.ctx, `document.querySelector('#events td[title^="customer.verylong"]') !== null`))
+	require.True(t, eval[bool](t, b.ctx, fits), "the events table is wider than its box")
+	require.True(t, eval[bool](t, b.ctx, `(() => { const box = document.querySelector('#events').closest('.scroll').getBoundingClientRect();
+		return [...document.querySelectorAll('#events thead th')].every(th => th.getBoundingClientRect().right <= box.right + 1) })()`))
+	screenshot(t, b.ctx, b.shots, "events-long")
+	step(t, b.ctx, "dead set", chromedp.Navigate(b.h.url+"/admin/ui/dead"), chromedp.WaitVisible(chromedp.ID("dead")))
+	require.True(t, eval[bool](t, b.ctx, fits), "the dead set is wider than its box")
+
+	long := strings.Repeat("Ab0", 160) // an error of 480 bytes without a break (a token, base64)
+	b.h.flaky.status.Store(http.StatusInternalServerError)
+	b.h.flaky.body.Store(&long)
+	defer b.h.flaky.body.Store(nil)
+	b.h.send(t, "shop", "evt_long_error", "charge.failed")
+	b.h.waitState(t, "shop", "evt_long_error", "dead")
+	step(t, b.ctx, "its event", chromedp.Navigate(b.h.url+"/admin/ui/events/shop/evt_long_error"), chromedp.WaitVisible(chromedp.CSS("table.attempts")))
+	require.Contains(t, text(t, b.ctx, "table.attempts td.err"), "Ab0Ab0")
+	require.True(t, eval[bool](t, b.ctx, fits), "the attempts are wider than their box")
+}
+
+// dotIDsOpen: the link of an event whose id is ".." opens it (the browser
+// would resolve /events/shop/.. to /events/).
+func (b *browse) dotIDsOpen(t *testing.T) {
+	step(t, b.ctx, "events", chromedp.Navigate(b.h.url+"/admin/ui/events?source=shop&state=dead"), chromedp.WaitVisible(chromedp.ID("events")))
+	step(t, b.ctx, "open ..", chromedp.Click(chromedp.CSS(`#events a[data-row-link][title=".."]`)), chromedp.WaitVisible(chromedp.ID("event-id")))
+	require.Equal(t, "..", text(t, b.ctx, "#event-id"))
+	require.Equal(t, "dead", text(t, b.ctx, "#state"))
+	step(t, b.ctx, "from the dead set too", chromedp.Navigate(b.h.url+"/admin/ui/dead"), chromedp.WaitVisible(chromedp.ID("dead")),
+		chromedp.Click(chromedp.CSS(`#dead a[data-row-link][title=".."]`)), chromedp.WaitVisible(chromedp.ID("event-id")))
+	require.Equal(t, "..", text(t, b.ctx, "#event-id"))
+}
+
+// bulkDeleteActsOnWhatTheDryRunCounted: Enter on "Delete all…" shows the
+// dry run, a second Enter does nothing (no button is focused), and the
+// confirmation deletes the items counted, not those that died meanwhile.
+func (b *browse) bulkDeleteActsOnWhatTheDryRunCounted(t *testing.T) {
+	h := b.h
+	h.flaky.status.Store(http.StatusInternalServerError)
+	for i := range 3 {
+		h.send(t, "shop", fmt.Sprintf("evt_refund_a%d", i), "charge.refunded")
+	}
+	for i := range 3 {
+		h.waitState(t, "shop", fmt.Sprintf("evt_refund_a%d", i), "dead")
+	}
+	rows := `document.querySelectorAll('#dead tbody input[name=id]').length`
+	step(t, b.ctx, "the filter", chromedp.Navigate(b.h.url+"/admin/ui/dead?event_type=charge.refunded"), chromedp.WaitVisible(chromedp.ID("dead")))
+	require.Equal(t, 3, eval[int](t, b.ctx, rows))
+	step(t, b.ctx, "Enter on Delete all…", chromedp.Focus(chromedp.CSS(`button[value=delete-filter]`)), chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.ID("question")))
+	require.Equal(t, "3 items match; delete them?", text(t, b.ctx, "#question"))
+	require.Contains(t, text(t, b.ctx, "#scope"), "charge.refunded", "the filter, restated")
+	screenshot(t, b.ctx, b.shots, "confirm-delete")
+	step(t, b.ctx, "Enter again", chromedp.KeyEvent("\r"), chromedp.Sleep(time.Second))
+	require.True(t, eval[bool](t, b.ctx, `location.pathname === '/admin/ui/dead/confirm' && document.querySelector('#question') !== null`), "a second Enter acted")
+	_, out := h.api(t, http.MethodGet, "/admin/dead?event_type=charge.refunded")
+	require.Len(t, out["items"], 3, "nothing deleted")
+
+	for i := range 2 { // they die after the dry run
+		h.send(t, "shop", fmt.Sprintf("evt_refund_b%d", i), "charge.refunded")
+		h.waitState(t, "shop", fmt.Sprintf("evt_refund_b%d", i), "dead")
+	}
+	step(t, b.ctx, "confirm", chromedp.Click(chromedp.ID("confirm")), chromedp.WaitVisible(chromedp.ID("done")))
+	require.Equal(t, "Deleted 3 of 3 items.", text(t, b.ctx, "#done"))
+	require.Equal(t, 2, eval[int](t, b.ctx, rows), "the two that died after the dry run are left")
+}
+
+// back goes back in the tab's history (as the browser's Back button does,
+// from the back/forward cache when the browser has the page there).
+func back(t *testing.T, ctx context.Context) {
+	t.Helper()
+	require.True(t, eval[bool](t, ctx, `(history.back(), true)`))
+}
+
+// backAfterActionsShowsTheStateNow: Back after a bulk action shows the
+// confirmation page again, counted afresh (not "Confirm Form
+// Resubmission"); Back after a retry shows the event as it is now, not the
+// dead event with its Retry button.
+func (b *browse) backAfterActionsShowsTheStateNow(t *testing.T) {
+	// Where the last step left the tab: the dead set after a bulk delete.
+	back(t, b.ctx)
+	waitFor(t, b.ctx, `location.pathname === '/admin/ui/dead/confirm' && document.querySelector('#question') !== null`, 15*time.Second)
+	// (Read by script: chromedp's DOM queries do not follow a page restored from the back/forward cache.)
+	require.Equal(t, "No item matches; nothing to delete.", eval[string](t, b.ctx, `document.querySelector('#question').textContent.trim()`),
+		"counted afresh, not the page as it was")
+
+	h := b.h
+	h.flaky.status.Store(http.StatusInternalServerError)
+	h.send(t, "shop", "evt_back", "charge.failed")
+	h.waitState(t, "shop", "evt_back", "dead")
+	step(t, b.ctx, "the dead event", chromedp.Navigate(h.url+"/admin/ui/events/shop/evt_back"), chromedp.WaitVisible(chromedp.CSS(`button[id^="retry-"]`)))
+	require.True(t, eval[bool](t, b.ctx, `(window.stale = true)`))
+	h.flaky.status.Store(http.StatusOK)
+	step(t, b.ctx, "retry it", chromedp.Click(chromedp.CSS(`button[id^="retry-"]`)), chromedp.WaitVisible(chromedp.CSS(".note")))
+	waitFor(t, b.ctx, `document.querySelector('#state').textContent === 'completed'`, 30*time.Second)
+	back(t, b.ctx)
+	waitFor(t, b.ctx, `location.pathname === '/admin/ui/events/shop/evt_back' && location.search === '' && window.stale === undefined &&
+		document.querySelector('#state') !== null && document.querySelector('#state').textContent === 'completed' &&
+		document.querySelector('button[id^="retry-"]') === null`, 15*time.Second)
+}
+
+// enterOnADestinationDoesNotPauseIt: j then Enter on the destinations page
+// opens the destination's dead items; the Pause button acts only when
+// pressed itself.
+func (b *browse) enterOnADestinationDoesNotPauseIt(t *testing.T) {
+	step(t, b.ctx, "destinations", chromedp.Navigate(b.h.url+"/admin/ui/destinations"), chromedp.WaitVisible(chromedp.ID("dests")))
+	step(t, b.ctx, "j", chromedp.KeyEvent("j"))
+	require.True(t, eval[bool](t, b.ctx, `document.activeElement.tagName === 'A' && document.activeElement.hasAttribute('data-row-link')`))
+	step(t, b.ctx, "Enter", chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.ID("dead")))
+	require.True(t, eval[bool](t, b.ctx, `location.pathname === '/admin/ui/dead' && location.search === '?source=shop&destination=default'`))
+	require.Equal(t, "active", b.h.destinationState(t, "shop", "default"))
+	require.Equal(t, "active", b.h.destinationState(t, "billing", "default"))
+}
+
+// timeFiltersInTheBrowsersZone: a time typed into a filter means the
+// browser's zone (here +05:30), as the pages show times; the placeholder
+// names the zone.
+func (b *browse) timeFiltersInTheBrowsersZone(t *testing.T) {
+	step(t, b.ctx, "events", chromedp.Navigate(b.h.url+"/admin/ui/events"), chromedp.WaitVisible(chromedp.ID("events")))
+	require.Regexp(t, `\(Asia/(Kolkata|Calcutta)\)$`, eval[string](t, b.ctx, `document.querySelector('input[name=since]').placeholder`)) // ICU's name
+	// Enter submits as an operator does (chromedp.Submit would skip the form's submit event).
+	step(t, b.ctx, "since a local time", chromedp.SendKeys(chromedp.CSS(`input[name=since]`), "2026-01-02 15:04\r"),
+		chromedp.WaitVisible(chromedp.CSS(`input[name=since][value="2026-01-02T15:04:00+05:30"]`)))
+	require.Equal(t, "2026-01-02T15:04:00+05:30", eval[string](t, b.ctx, `new URLSearchParams(location.search).get('since')`))
+	// As the pages show a time, with its zone's name.
+	shown := eval[string](t, b.ctx, `document.querySelector('#events time').textContent`)
+	step(t, b.ctx, "since a time as shown", chromedp.Navigate(b.h.url+"/admin/ui/events"), chromedp.WaitVisible(chromedp.ID("events")),
+		chromedp.SendKeys(chromedp.CSS(`input[name=since]`), shown+"\r"),
+		chromedp.WaitVisible(chromedp.CSS(`input[name=since][value$="+05:30"]`)))
+	require.GreaterOrEqual(t, eval[int](t, b.ctx, `document.querySelectorAll('#events tbody a[data-row-link]').length`), 1,
+		"the event shown at that time is found")
+}
+
+// waitingEventPageBacksOffAndKeepsASelection: the page of an event waiting
+// behind a paused destination refreshes less and less often, without its
+// payload, and never while text in it is selected.
+func (b *browse) waitingEventPageBacksOffAndKeepsASelection(t *testing.T) {
+	h := b.h
+	status, out := h.api(t, http.MethodPost, "/admin/destinations/shop/default/pause")
+	require.Equal(t, http.StatusAccepted, status, out)
+	defer h.api(t, http.MethodPost, "/admin/destinations/shop/default/resume")
+	h.send(t, "shop", "evt_parked", "charge.succeeded")
+	h.waitState(t, "shop", "evt_parked", "queued")
+	step(t, b.ctx, "its page", chromedp.Navigate(h.url+"/admin/ui/events/shop/evt_parked"), chromedp.WaitVisible(chromedp.ID("event-state")))
+	require.Equal(t, "1", text(t, b.ctx, "#deliveries"))
+
+	// Text selected in the part that refreshes (to copy it) stays selected,
+	// even when the event changes (another delivery).
+	require.Equal(t, "evt_parked", eval[string](t, b.ctx, `(() => { const r = document.createRange(); r.selectNodeContents(document.querySelector('#event-id'));
+		const s = getSelection(); s.removeAllRanges(); s.addRange(r); document.querySelector('#event-state').dataset.marker = 'old'; return s.toString() })()`))
+	h.send(t, "shop", "evt_parked", "charge.succeeded")
+	step(t, b.ctx, "wait", chromedp.Sleep(5*time.Second))
+	require.Equal(t, "evt_parked", eval[string](t, b.ctx, `getSelection().toString()`), "the selection is kept")
+	require.Equal(t, "old", eval[string](t, b.ctx, `document.querySelector('#event-state').dataset.marker || ''`), "not swapped while selected")
+	require.True(t, eval[bool](t, b.ctx, `(getSelection().removeAllRanges(), true)`))
+	waitFor(t, b.ctx, `document.querySelector('#deliveries').textContent === '2'`, 10*time.Second)
+
+	// Then nothing changes: it refreshes after 1, 2, 4 s …, not every second.
+	require.True(t, eval[bool](t, b.ctx, `(performance.clearResourceTimings(), true)`))
+	step(t, b.ctx, "wait", chromedp.Sleep(8*time.Second))
+	fetches := eval[int](t, b.ctx, `performance.getEntriesByType('resource').filter(e => e.initiatorType === 'fetch').length`)
+	require.GreaterOrEqual(t, fetches, 2, "it refreshes")
+	require.LessOrEqual(t, fetches, 4, "every 1, 2, 4 s while nothing changes, not every second")
+	require.Less(t, eval[int](t, b.ctx, `Math.max(...performance.getEntriesByType('resource').filter(e => e.initiatorType === 'fetch').map(e => e.decodedBodySize))`),
+		eval[int](t, b.ctx, `document.documentElement.outerHTML.length`), "a refresh leaves the payload out")
+}
+
+// TestBrowserDatabaseOutage: while the database is away, a page that
+// refreshes itself says so (an alert with what the server answered, the
+// stale part dimmed) instead of showing its old numbers as live, and the
+// notice goes once a refresh succeeds again.
+func TestBrowserDatabaseOutage(t *testing.T) {
+	t.Parallel()
+	ctx, h := newChrome(t), startHooklineWith(t, options{outage: true})
+	step(t, ctx, "log in", chromedp.Navigate(h.url+"/admin/ui/destinations"), chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Submit(chromedp.ID("token")), chromedp.WaitVisible(chromedp.ID("dests")))
+	require.Equal(t, "", text(t, ctx, "#refresh-status"))
+
+	h.db.setDown(true)
+	waitFor(t, ctx, `document.querySelector('#refresh-status p') !== null`, 20*time.Second)
+	msg := text(t, ctx, "#refresh-status")
+	require.Contains(t, msg, "Not refreshed: the server answered 503: The database is unavailable; try again.")
+	require.Contains(t, msg, "trying again every 5 s")
+	require.Equal(t, "alert", eval[string](t, ctx, `document.querySelector('#refresh-status').getAttribute('role')`))
+	require.True(t, eval[bool](t, ctx, `document.querySelector('#destinations').classList.contains('stale')`))
+	require.True(t, eval[bool](t, ctx, `getComputedStyle(document.querySelector('#refresh-status p')).display !== 'none'`))
+	screenshot(t, ctx, t.TempDir(), "outage")
+
+	h.db.setDown(false)
+	waitFor(t, ctx, `document.querySelector('#refresh-status').textContent === '' && !document.querySelector('#destinations').classList.contains('stale')`, 30*time.Second)
 }

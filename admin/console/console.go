@@ -2,19 +2,26 @@
 // pages under /admin/ui/ over the same Go types the admin API serves as
 // JSON (jobs.Events, jobs.DeadSet, jobs.Destinations, jobs.OverviewCache).
 //
-// Pages (GET; what a page shows is in the HTML the server sends, and the
-// embedded script only enhances it):
+// Pages (GET and HEAD; what a page shows is in the HTML the server sends,
+// and the embedded script only enhances it; every page is Cache-Control:
+// no-store, and the script reloads one the browser restores from its
+// back/forward cache):
 //
 //	/admin/ui/                              overview (the login form without a session)
 //	/admin/ui/events                        search: source, state, type, id prefix, time; newest first, paged
 //	/admin/ui/events/{source}/{event_id}    one event: payload, headers, per destination its attempts
+//	/admin/ui/event?source=…&id=…           the same, for an id (or source) that is "." or ".."
 //	/admin/ui/dead                          the dead set: filters, selection, bulk retry and delete
+//	/admin/ui/dead/{id}                     one dead item: why it died, its own payload and headers
+//	/admin/ui/dead/confirm?…                a bulk action's dry run: what it would act on, and the form that acts
 //	/admin/ui/destinations                  state, backlog, circuit, pause and resume
 //
-// Actions (POST, each with the session's CSRF token, from the console's own
-// origin): /login, /logout, /dead/{id}/retry, /dead/{id}/delete, /dead/bulk
-// (a dry-run count first, then the act), /destinations/{source}/{name}/pause
-// and …/resume.
+// Actions (POST, each with the session's CSRF token in its body, from the
+// console's own origin; each answers with a redirect, so that Back and
+// reload never post again): /login, /logout, /dead/{id}/retry,
+// /dead/{id}/delete, /dead/bulk (the dry run, which fixes the window the
+// action covers and sends the browser to /dead/confirm; then the act),
+// /destinations/{source}/{name}/pause and …/resume.
 //
 // The admin token is exchanged for a session cookie (HttpOnly,
 // SameSite=Strict, Path=/admin/ui/) that is an HMAC of its expiry under a
@@ -103,13 +110,19 @@ func New(cfg Config) (*Console, error) {
 func (c *Console) Mount(e *echo.Echo) {
 	g := e.Group(Prefix, c.secureHeaders, c.htmlErrors)
 	g.GET("", func(ec echo.Context) error { return ec.Redirect(http.StatusMovedPermanently, Prefix+"/") })
-	g.GET("/static/:file", c.static)
+	g.Match([]string{http.MethodGet, http.MethodHead}, "/static/:file", c.static)
 	g.POST("/login", c.login, c.sameOrigin)
-	page := func(path string, h echo.HandlerFunc) { g.GET(path, h, c.withSession) }
+	// HEAD too: uptime probes ask with it (net/http sends no body).
+	page := func(path string, h echo.HandlerFunc) {
+		g.Match([]string{http.MethodGet, http.MethodHead}, path, h, c.withSession)
+	}
 	page("/", c.overviewPage)
 	page("/events", c.eventsPage)
 	page("/events/:source/:event_id", c.eventPage)
+	page("/event", c.eventPage)
 	page("/dead", c.deadPage)
+	page("/dead/confirm", c.confirmPage)
+	page("/dead/:id", c.deadItemPage)
 	page("/destinations", c.destinationsPage)
 	act := func(path string, h echo.HandlerFunc) { g.POST(path, h, c.sameOrigin, c.withSession, c.checkCSRF) }
 	act("/logout", c.logout)

@@ -308,14 +308,12 @@ func TestConsoleDeadSetBulk(t *testing.T) {
 	require.Contains(t, a.body, "destination answered 500")
 
 	form := url.Values{"csrf": {csrf}, "op": {"retry-filter"}, "event_type": {"invoice.payment_failed"}}
-	a = b.post("/admin/ui/dead/bulk", form)
-	require.Equal(t, http.StatusOK, a.status, a.body)
+	a = b.dryRun(form)
 	require.Contains(t, a.body, "<strong>3 items match; retry them?</strong>")
 	require.Equal(t, 4, deadItems(t, h), "the dry run changed nothing")
 
 	h.flaky.status.Store(http.StatusOK)
-	form = url.Values{"csrf": {csrf}, "action": {"retry"}, "scope": {"filter"}, "confirm": {"yes"}, "event_type": {"invoice.payment_failed"}}
-	a = b.post("/admin/ui/dead/bulk", form)
+	a = b.post("/admin/ui/dead/bulk", confirmForm(t, a.body))
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
 	require.Equal(t, "/admin/ui/dead?done=retried&event_type=invoice.payment_failed&n=3&of=3&skipped=0", a.header.Get("Location"))
 	require.Contains(t, b.get(a.header.Get("Location")).body, "Retried 3 of 3 items.")
@@ -326,10 +324,11 @@ func TestConsoleDeadSetBulk(t *testing.T) {
 	// A selection: the dry run counts the selected items still there.
 	a = b.get("/admin/ui/dead")
 	id := regexp.MustCompile(`name="id" value="(\d+)"`).FindStringSubmatch(a.body)[1]
-	a = b.post("/admin/ui/dead/bulk", url.Values{"csrf": {csrf}, "op": {"delete-selected"}, "id": {id, "999999"}})
+	a = b.dryRun(url.Values{"csrf": {csrf}, "op": {"delete-selected"}, "id": {id, "999999"}})
 	require.Contains(t, a.body, "<strong>1 item matches; delete it?</strong>")
 	require.Equal(t, 1, deadItems(t, h))
-	a = b.post("/admin/ui/dead/bulk", url.Values{"csrf": {csrf}, "action": {"delete"}, "scope": {"selected"}, "confirm": {"yes"}, "id": {id, "999999"}})
+	require.Equal(t, []string{id, "999999"}, confirmForm(t, a.body)["id"])
+	a = b.post("/admin/ui/dead/bulk", confirmForm(t, a.body))
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
 	require.Contains(t, b.get(a.header.Get("Location")).body, "Deleted 1 of 2 items.")
 	require.Equal(t, 0, deadItems(t, h))
@@ -341,8 +340,37 @@ func TestConsoleDeadSetBulk(t *testing.T) {
 	} {
 		require.Equal(t, http.StatusBadRequest, b.post("/admin/ui/dead/bulk", f).status, name)
 	}
-	a = b.post("/admin/ui/dead/bulk", url.Values{"csrf": {csrf}, "op": {"retry-filter"}})
+	a = b.dryRun(url.Values{"csrf": {csrf}, "op": {"retry-filter"}})
 	require.Contains(t, a.body, "No item matches; nothing to retry.")
+	require.NotContains(t, a.body, `name="confirm"`)
+}
+
+// dryRun posts a bulk action's first step, which answers with a redirect
+// to its confirmation page (Post/Redirect/Get), and returns that page.
+func (b *browser) dryRun(form url.Values) answer {
+	b.t.Helper()
+	a := b.post("/admin/ui/dead/bulk", form)
+	require.Equal(b.t, http.StatusSeeOther, a.status, a.body)
+	require.True(b.t, strings.HasPrefix(a.header.Get("Location"), "/admin/ui/dead/confirm?"), a.header.Get("Location"))
+	a = b.get(a.header.Get("Location"))
+	require.Equal(b.t, http.StatusOK, a.status, a.body)
+	require.Equal(b.t, "no-store", a.header.Get("Cache-Control"))
+	return a
+}
+
+var hiddenRE = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+
+// confirmForm is what the confirmation page's form sends.
+func confirmForm(t *testing.T, body string) url.Values {
+	t.Helper()
+	i := strings.Index(body, `<form method="post" action="/admin/ui/dead/bulk">`)
+	require.GreaterOrEqual(t, i, 0, "no confirmation form")
+	form := body[i : i+strings.Index(body[i:], "</form>")]
+	v := url.Values{}
+	for _, m := range hiddenRE.FindAllStringSubmatch(form, -1) {
+		v.Add(m[1], html.UnescapeString(m[2]))
+	}
+	return v
 }
 
 func deadItems(t *testing.T, h *hookline) int {
@@ -384,9 +412,14 @@ func TestConsoleDestinations(t *testing.T) {
 	b := newBrowser(t, h.url)
 	b.login()
 	a := b.get("/admin/ui/destinations")
-	require.Regexp(t, `(?s)<tr id="dest-shop-default">\s*<td>shop</td>\s*<td>default</td>\s*<td><span class="state st-active" data-state>active</span></td>`+
+	require.Regexp(t, `(?s)<tr id="dest-shop-default">\s*<td>shop</td>\s*<td><a [^>]*>default</a></td>\s*<td><span class="state st-active" data-state>active</span></td>`+
 		`.*?<button [^>]*>Pause</button>.*?<td><span class="state st-closed">closed</span></td>`, a.body)
 	require.Contains(t, a.body, `action="/admin/ui/destinations/shop/default/pause"`)
+	// j/k and Enter go through the rows' links, which open a destination's
+	// dead items; the Pause and Resume buttons act only when pressed.
+	require.Contains(t, a.body, `<a data-row-link href="/admin/ui/dead?source=shop&amp;destination=default"`)
+	require.NotRegexp(t, `<button[^>]*data-row-link`, a.body)
+	require.Contains(t, a.body, `aria-label="Pause shop/default"`)
 
 	a = b.post("/admin/ui/destinations/shop/default/pause", url.Values{"csrf": {b.csrf()}})
 	require.Equal(t, http.StatusSeeOther, a.status)
@@ -428,4 +461,308 @@ func TestConsoleOverview(t *testing.T) {
 	require.Regexp(t, `points="0,\d+ 10,\d+ `, a.body)
 	require.Contains(t, a.body, `<strong id="lag">`)
 	require.Contains(t, a.body, `data-refresh="10"`)
+}
+
+// A bulk action over a filter acts on what its dry run counted, not on
+// whatever matches when the operator confirms: the dry run turns relative
+// times into instants and closes the window just after the newest item it
+// counted; the confirmation carries the window and the count, so items
+// that die meanwhile are left alone, and a confirmation that counted fewer
+// than its window now holds changes nothing. The confirmation page
+// restates the filter and does not focus its button (a second Enter must
+// not act).
+func TestConsoleBulkActsOnWhatTheDryRunCounted(t *testing.T) {
+	t.Parallel()
+	h := startHookline(t)
+	for i := range 3 {
+		h.send(t, "shop", fmt.Sprintf("evt_ref_a%d", i), "charge.refunded")
+	}
+	h.send(t, "shop", "evt_other", "charge.failed")
+	for i := range 3 {
+		h.waitState(t, "shop", fmt.Sprintf("evt_ref_a%d", i), "dead")
+	}
+	h.waitState(t, "shop", "evt_other", "dead")
+	b := newBrowser(t, h.url)
+	b.login()
+	csrf := b.csrf()
+
+	back := "/admin/ui/dead?event_type=charge.refunded&since=1h"
+	a := b.post("/admin/ui/dead/bulk", url.Values{"csrf": {csrf}, "op": {"delete-filter"}, "event_type": {"charge.refunded"},
+		"since": {"1h"}, "back": {back}})
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	loc, err := url.Parse(a.header.Get("Location"))
+	require.NoError(t, err)
+	require.Equal(t, "/admin/ui/dead/confirm", loc.Path)
+	since, err := time.Parse(time.RFC3339Nano, loc.Query().Get("since"))
+	require.NoError(t, err, "the dry run's since is an instant, not 1h")
+	require.WithinDuration(t, time.Now().Add(-time.Hour), since, time.Minute)
+	require.Equal(t, 4, deadItems(t, h), "the dry run changed nothing")
+
+	a = b.dryRun(url.Values{"csrf": {csrf}, "op": {"delete-filter"}, "event_type": {"charge.refunded"}, "since": {"1h"}, "back": {back}})
+	require.Contains(t, a.body, "<strong>3 items match; delete them?</strong>")
+	for _, want := range []string{"<dt>Source</dt><dd>any</dd>", "<dt>Event type</dt><dd>charge.refunded</dd>", "<dt>Reason</dt><dd>any</dd>",
+		`<dt>Dead since</dt><dd><time datetime="`, `<dt>Dead before</dt><dd id="until"><time datetime="`} {
+		require.Contains(t, a.body, want, "the confirmation restates the filter")
+	}
+	require.NotContains(t, a.body, "autofocus", "nothing is focused: a second Enter does nothing")
+	require.Contains(t, a.body, `<a href="`+html.EscapeString(back)+`" id="cancel">Cancel</a>`)
+	confirm := confirmForm(t, a.body)
+	require.Equal(t, "3", confirm.Get("n"))
+	require.Equal(t, "charge.refunded", confirm.Get("event_type"))
+	until, err := time.Parse(time.RFC3339Nano, confirm.Get("until"))
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), until, time.Minute)
+
+	// Two more die after the dry run.
+	for i := range 2 {
+		h.send(t, "shop", fmt.Sprintf("evt_ref_b%d", i), "charge.refunded")
+		h.waitState(t, "shop", fmt.Sprintf("evt_ref_b%d", i), "dead")
+	}
+	a = b.post("/admin/ui/dead/bulk", confirm)
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	require.Equal(t, "/admin/ui/dead?done=deleted&event_type=charge.refunded&n=3&of=3&since=1h&skipped=0", a.header.Get("Location"),
+		"back to the dead set as it was filtered")
+	a = b.get(a.header.Get("Location"))
+	require.Contains(t, a.body, "Deleted 3 of 3 items.")
+	require.Equal(t, 2, strings.Count(a.body, `name="id" value=`), "the two that died after the dry run are still there")
+	require.Equal(t, 3, deadItems(t, h))
+
+	// A confirmation that counted fewer than its window holds now (an item
+	// committed late, or a hand-made form) changes nothing.
+	a = b.dryRun(url.Values{"csrf": {csrf}, "op": {"retry-filter"}, "event_type": {"charge.refunded"}})
+	require.Contains(t, a.body, "<strong>2 items match; retry them?</strong>")
+	confirm = confirmForm(t, a.body)
+	confirm.Set("n", "1")
+	a = b.post("/admin/ui/dead/bulk", confirm)
+	require.Equal(t, http.StatusConflict, a.status, a.body)
+	require.Contains(t, a.body, "The dead set changed since the dry run: it counted 1, and 2 match now. Nothing was changed")
+	// So does one without a window or a count (a form from before).
+	a = b.post("/admin/ui/dead/bulk", url.Values{"csrf": {csrf}, "action": {"delete"}, "scope": {"filter"}, "confirm": {"yes"},
+		"event_type": {"charge.refunded"}})
+	require.Equal(t, http.StatusBadRequest, a.status, a.body)
+	require.Equal(t, 3, deadItems(t, h))
+}
+
+// During a database outage every page answers a readable 503, with the
+// notice area the script fills when a refresh fails (the browser test
+// watches that); when the database is back, so are the pages.
+func TestConsoleDatabaseOutage(t *testing.T) {
+	t.Parallel()
+	h := startHooklineWith(t, options{outage: true})
+	b := newBrowser(t, h.url)
+	b.login()
+	a := b.get("/admin/ui/destinations")
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	require.Contains(t, a.body, `<div id="refresh-status" role="alert"></div>`)
+	require.Contains(t, a.body, `<section id="destinations" data-refresh="5">`)
+
+	h.db.setDown(true)
+	for _, p := range []string{"/admin/ui/destinations", "/admin/ui/events", "/admin/ui/dead", "/admin/ui/events/shop/evt_x"} {
+		a := b.get(p)
+		require.Equal(t, http.StatusServiceUnavailable, a.status, p)
+		require.Contains(t, a.body, `<p class="error" role="alert">The database is unavailable; try again.</p>`, p)
+		require.Equal(t, "no-store", a.header.Get("Cache-Control"), p)
+	}
+	h.db.setDown(false)
+	require.Eventually(t, func() bool { return b.get("/admin/ui/destinations").status == http.StatusOK },
+		30*time.Second, 100*time.Millisecond, "the pages answer again")
+}
+
+// Long ids and types are cut on the list pages, with the whole value in
+// their title, and may wrap anywhere, so that the other columns stay in
+// view; the filters fit a phone (the browser test measures both).
+func TestConsoleLongValuesAndNarrowScreens(t *testing.T) {
+	t.Parallel()
+	h := startHookline(t)
+	id, typ := "evt_"+strings.Repeat("L", 296), "customer."+strings.Repeat("verylongtypename", 15)
+	h.send(t, "shop", id, typ)
+	h.waitState(t, "shop", id, "dead")
+	b := newBrowser(t, h.url)
+	b.login()
+	for _, p := range []string{"/admin/ui/events", "/admin/ui/dead"} {
+		a := b.get(p)
+		require.Contains(t, a.body, `<td class="wrap" title="`+typ+`">`+typ[:59]+`…</td>`, p)
+		require.Regexp(t, `<td class="wrap"><a class="id" data-row-link href="[^"]+" title="`+id+`">evt_L+…</a></td>`, a.body, p)
+	}
+	css := b.get("/admin/ui/static/console.css").body
+	for _, rule := range []string{".id { overflow-wrap: anywhere; }", "td.wrap { overflow-wrap: anywhere;", ".err { color: var(--danger); overflow-wrap: anywhere; }",
+		".filters { grid-template-columns: repeat(2, minmax(0, 1fr));", ".filters input, .filters select { width: 100%; }"} {
+		require.Contains(t, css, rule)
+	}
+}
+
+// A dead item has a page of its own: why it died, its own payload and
+// headers, and what its retry does. A rejected duplicate's payload is the
+// duplicate's, not the event's, and the event page says that the item is a
+// duplicate delivery and what "Retry" forwards.
+func TestConsoleDuplicateDeadItem(t *testing.T) {
+	t.Parallel()
+	h := startHooklineWith(t, options{rejectDuplicates: true})
+	h.flaky.status.Store(http.StatusOK)
+	h.send(t, "shop", "evt_dup", "charge.succeeded")
+	h.waitState(t, "shop", "evt_dup", "completed")
+	_, _ = h.sendBody(t, "shop", eventBody("evt_dup", "charge.succeeded", `"replayed":true,`))
+	var item map[string]any
+	require.Eventually(t, func() bool {
+		_, out := h.api(t, http.MethodGet, "/admin/dead")
+		items, _ := out["items"].([]any)
+		if len(items) == 1 {
+			item = items[0].(map[string]any)
+		}
+		return item != nil
+	}, 15*time.Second, 50*time.Millisecond)
+	require.Equal(t, "duplicate", item["reason"])
+	id := fmt.Sprint(item["id"])
+	b := newBrowser(t, h.url)
+	b.login()
+
+	a := b.get("/admin/ui/events/shop/evt_dup")
+	require.Equal(t, http.StatusOK, a.status)
+	require.Contains(t, a.body, `<span class="state st-completed" id="state">completed</span>`)
+	require.Contains(t, a.body, "<strong>Rejected duplicate delivery.</strong>")
+	require.Contains(t, a.body, `<a href="/admin/ui/dead/`+id+`">dead item `+id+`</a>`)
+	require.Contains(t, a.body, `<button type="submit" id="retry-`+id+`">Retry the duplicate</button>`)
+	require.NotContains(t, a.body, "replayed", "the event's payload is the first delivery's")
+
+	a = b.get("/admin/ui/dead")
+	require.Contains(t, a.body, `<a href="/admin/ui/dead/`+id+`" class="dup"`)
+	a = b.get("/admin/ui/dead/" + id)
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	body := html.UnescapeString(a.body)
+	require.Contains(t, body, `"replayed": true`, "the duplicate's own payload")
+	require.Contains(t, body, "duplicate: a delivery of an event id already received, refused")
+	require.Contains(t, body, "Retry forwards this delivery's payload to default under the event's id")
+	require.Contains(t, a.body, `<a class="id" href="/admin/ui/events/shop/evt_dup" id="event-link">evt_dup</a>`)
+	require.Regexp(t, `<th scope="row">Stripe-Signature</th>`, a.body, "its own headers")
+	require.Equal(t, http.StatusNotFound, b.get("/admin/ui/dead/999999").status)
+	require.Equal(t, http.StatusNotFound, b.get("/admin/ui/dead/abc").status)
+
+	// A failed item's page says so.
+	h.flaky.status.Store(http.StatusInternalServerError)
+	h.send(t, "shop", "evt_fails", "charge.failed")
+	ev := h.waitState(t, "shop", "evt_fails", "dead")
+	a = b.get("/admin/ui/dead/" + ev["dead_item_id"].(string))
+	require.Contains(t, a.body, "failed: its attempts at default ran out.")
+	require.Contains(t, b.get("/admin/ui/events/shop/evt_fails").body, "<strong>Dead:</strong> its attempts ran out (1).")
+}
+
+// Events whose id is "." or ".." have links a browser does not resolve
+// (the query form /admin/ui/event?…), and the path form with %2E still
+// opens them.
+func TestConsoleDotIDs(t *testing.T) {
+	t.Parallel()
+	h := startHookline(t)
+	h.send(t, "shop", "..", "charge.failed")
+	h.send(t, "billing", ".", "invoice.paid")
+	ev := h.waitState(t, "shop", "..", "dead")
+	h.waitState(t, "billing", ".", "completed")
+	b := newBrowser(t, h.url)
+	b.login()
+	a := b.get("/admin/ui/events")
+	require.Contains(t, a.body, `data-row-link href="/admin/ui/event?id=..&amp;source=shop"`)
+	require.Contains(t, a.body, `data-row-link href="/admin/ui/event?id=.&amp;source=billing"`)
+	require.Contains(t, b.get("/admin/ui/dead").body, `href="/admin/ui/event?id=..&amp;source=shop"`)
+	for p, want := range map[string]string{
+		"/admin/ui/event?id=..&source=shop":   `<span class="id" id="event-id">..</span> <span class="state st-dead" id="state">dead</span>`,
+		"/admin/ui/events/shop/%2E%2E":        `<span class="id" id="event-id">..</span>`,
+		"/admin/ui/event?id=.&source=billing": `<span class="id" id="event-id">.</span> <span class="state st-completed" id="state">completed</span>`,
+	} {
+		a := b.get(p)
+		require.Equal(t, http.StatusOK, a.status, p)
+		require.Contains(t, a.body, want, p)
+	}
+	require.Equal(t, http.StatusNotFound, b.get("/admin/ui/event?id=nope&source=shop").status)
+	require.Equal(t, http.StatusNotFound, b.get("/admin/ui/event").status)
+
+	// An action on its page comes back to it.
+	h.flaky.status.Store(http.StatusOK)
+	a = b.post("/admin/ui/dead/"+ev["dead_item_id"].(string)+"/retry", url.Values{"csrf": {b.csrf()}, "back": {"/admin/ui/event?id=..&source=shop"}})
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	require.Equal(t, "/admin/ui/event?done=retried-one&id=..&source=shop", a.header.Get("Location"))
+	h.waitState(t, "shop", "..", "completed")
+}
+
+// An event's page refreshes its state only: the refresh (X-Console-Refresh)
+// leaves the payload out, and while nothing changes the script waits
+// longer between refreshes, up to data-refresh-max seconds.
+func TestConsoleEventRefreshLeavesOutThePayload(t *testing.T) {
+	t.Parallel()
+	h := startHookline(t)
+	b := newBrowser(t, h.url)
+	b.login()
+	require.Equal(t, http.StatusSeeOther, b.post("/admin/ui/destinations/shop/default/pause", url.Values{"csrf": {b.csrf()}}).status)
+	h.send(t, "shop", "evt_waits", "charge.succeeded")
+	h.waitState(t, "shop", "evt_waits", "queued")
+
+	a := b.get("/admin/ui/events/shop/evt_waits")
+	require.Contains(t, a.body, `<section id="event-state" data-refresh="1" data-refresh-max="30">`)
+	require.Contains(t, a.body, `<section id="payload">`)
+	require.Contains(t, a.body, "pi_evt_waits")
+	a = b.do(http.MethodGet, "/admin/ui/events/shop/evt_waits", nil, "X-Console-Refresh", "event-state")
+	require.Equal(t, http.StatusOK, a.status)
+	require.Contains(t, a.body, `<section id="event-state" data-refresh="1" data-refresh-max="30">`)
+	require.NotContains(t, a.body, `id="payload"`)
+	require.NotContains(t, a.body, "pi_evt_waits", "no payload in a refresh")
+}
+
+// The overview's lag says what it counts: with a destination paused, its
+// waiting jobs are in it, and the page names that destination and gives
+// the longest wait at the others.
+func TestConsoleOverviewLagWithAPausedDestination(t *testing.T) {
+	t.Parallel()
+	h := startHookline(t)
+	b := newBrowser(t, h.url)
+	b.login()
+	require.Equal(t, http.StatusSeeOther, b.post("/admin/ui/destinations/shop/default/pause", url.Values{"csrf": {b.csrf()}}).status)
+	h.send(t, "shop", "evt_parked", "charge.succeeded")
+	h.waitState(t, "shop", "evt_parked", "queued")
+	var a answer
+	require.Eventually(t, func() bool { // the overview is shared for a few seconds
+		a = b.get("/admin/ui/")
+		return strings.Contains(a.body, `id="lag-paused"`)
+	}, 15*time.Second, 250*time.Millisecond, a.body)
+	require.Contains(t, a.body, "Lag: the oldest job available to run (not waiting for a retry's backoff) has waited")
+	require.Contains(t, a.body, "That includes the jobs of paused destinations, which do not run until someone resumes them: shop/default (1 waiting).")
+	require.Contains(t, a.body, "No event waits at a destination that is not paused.")
+}
+
+// The small things: HEAD answers like GET (uptime probes), pages name a
+// favicon the console serves, a CSRF token in the URL does not count, and
+// invisible or bidirectional characters in a payload are pointed out (and
+// escaped in the JSON view).
+func TestConsoleSmallThings(t *testing.T) {
+	t.Parallel()
+	h := startHookline(t)
+	_, _ = h.sendBody(t, "billing", eventBody("evt_bidi", "invoice.paid", `"note":"abc`+"\u202eLTR\u200b"+`",`))
+	h.waitState(t, "billing", "evt_bidi", "completed")
+	b := newBrowser(t, h.url)
+	a := b.do(http.MethodHead, "/admin/ui/", nil)
+	require.Equal(t, http.StatusOK, a.status, "the login page")
+	require.Empty(t, a.body)
+	a = b.do(http.MethodHead, "/admin/ui/events", nil)
+	require.Equal(t, http.StatusSeeOther, a.status)
+	b.login()
+	for _, p := range []string{"/admin/ui/", "/admin/ui/events", "/admin/ui/dead", "/admin/ui/destinations", "/admin/ui/events/billing/evt_bidi", "/admin/ui/static/console.css"} {
+		a := b.do(http.MethodHead, p, nil)
+		require.Equal(t, http.StatusOK, a.status, p)
+		require.Empty(t, a.body, p)
+	}
+	require.Equal(t, http.StatusNotFound, b.do(http.MethodHead, "/admin/ui/events/billing/nope", nil).status)
+
+	a = b.get("/admin/ui/events")
+	icon := regexp.MustCompile(`<link rel="icon" href="([^"]+)" type="image/svg\+xml">`).FindStringSubmatch(a.body)
+	require.NotNil(t, icon)
+	a = b.get(html.UnescapeString(icon[1]))
+	require.Equal(t, http.StatusOK, a.status)
+	require.Equal(t, "image/svg+xml", a.header.Get("Content-Type"))
+
+	csrf := b.csrf()
+	a = b.post("/admin/ui/destinations/shop/default/pause?csrf="+url.QueryEscape(csrf), url.Values{})
+	require.Equal(t, http.StatusForbidden, a.status, "the token counts in the form's body only")
+	require.Equal(t, "active", h.destinationState(t, "shop", "default"))
+
+	a = b.get("/admin/ui/events/billing/evt_bidi")
+	require.Contains(t, a.body, `<p class="warn" id="invisible">The payload has 2 invisible or bidirectional control characters`)
+	require.Contains(t, a.body, `&#34;abc\u202eLTR\u200b&#34;`, "escaped in the JSON view")
+	require.Contains(t, a.body, "abc\u202eLTR\u200b", "as they are in the raw view")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,6 +44,7 @@ type hookline struct {
 	url   string
 	pool  *pgxpool.Pool
 	flaky *destination
+	db    *dbProxy // with options.outage
 }
 
 // destination answers its status (500 until set) and counts calls.
@@ -49,6 +52,7 @@ type destination struct {
 	*httptest.Server
 	status atomic.Int32
 	calls  atomic.Int32
+	body   atomic.Pointer[string] // what it answers; nil: "upstream says {status text}"
 }
 
 func newDestination(t *testing.T, status int) *destination {
@@ -58,15 +62,43 @@ func newDestination(t *testing.T, status int) *destination {
 		_, _ = io.Copy(io.Discard, r.Body)
 		d.calls.Add(1)
 		w.WriteHeader(int(d.status.Load()))
+		if b := d.body.Load(); b != nil {
+			_, _ = io.WriteString(w, *b)
+			return
+		}
 		_, _ = io.WriteString(w, "upstream says "+http.StatusText(int(d.status.Load())))
 	}))
 	t.Cleanup(d.Close)
 	return d
 }
 
-func startHookline(t *testing.T) *hookline {
+// options changes what startHooklineWith starts.
+type options struct {
+	// outage puts a proxy between hookline and its database
+	// (hookline.db), so that the test can cut the database off.
+	outage bool
+	// rejectDuplicates sets on_duplicate: reject on shop: a duplicate
+	// delivery becomes a dead item of reason duplicate.
+	rejectDuplicates bool
+}
+
+func startHookline(t *testing.T) *hookline { t.Helper(); return startHooklineWith(t, options{}) }
+
+func startHooklineWith(t *testing.T, o options) *hookline {
 	t.Helper()
 	dbURL := pgtest.NewURL(t)
+	var proxy *dbProxy
+	if o.outage {
+		u, err := url.Parse(dbURL)
+		require.NoError(t, err)
+		proxy = newDBProxy(t, u.Host)
+		u.Host = proxy.ln.Addr().String()
+		dbURL = u.String()
+	}
+	onDuplicate := "skip"
+	if o.rejectDuplicates {
+		onDuplicate = "reject"
+	}
 	flaky, ok := newDestination(t, http.StatusInternalServerError), newDestination(t, http.StatusOK)
 	yaml := fmt.Sprintf(`listen: "127.0.0.1:0"
 database_url: %q
@@ -78,6 +110,7 @@ sources:
   - name: shop
     provider: stripe
     secrets: [%q]
+    on_duplicate: %s
     lease: 3s
     destination: {url: %q, timeout: 2s, max_attempts: 1, backoff: {min: 100ms, max: 200ms}}
   - name: billing
@@ -85,7 +118,7 @@ sources:
     secrets: [%q]
     lease: 3s
     destination: {url: %q, timeout: 2s, max_attempts: 3, backoff: {min: 100ms, max: 200ms}}
-`, dbURL, token, secret, flaky.URL, secret, ok.URL)
+`, dbURL, token, secret, onDuplicate, flaky.URL, secret, ok.URL)
 	cfg, err := config.Parse([]byte(yaml), os.Getenv)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -113,15 +146,114 @@ sources:
 			t.Error("hookline did not stop within 30s")
 		}
 	})
-	return &hookline{url: "http://" + a.Addrs()[0].String(), pool: a.Pool, flaky: flaky}
+	if proxy != nil {
+		// Registered after the app's: runs before it stops, which needs
+		// its database.
+		t.Cleanup(func() { proxy.setDown(false) })
+	}
+	return &hookline{url: "http://" + a.Addrs()[0].String(), pool: a.Pool, flaky: flaky, db: proxy}
+}
+
+// dbProxy forwards TCP connections to the database until it is set down:
+// then it closes every connection it holds and refuses new ones, as a
+// database that went away would, until it is set up again.
+type dbProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	conns  map[net.Conn]bool
+}
+
+func newDBProxy(t *testing.T, target string) *dbProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &dbProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	go p.serve()
+	t.Cleanup(func() { _ = ln.Close(); p.setDown(true) })
+	return p
+}
+
+func (p *dbProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		go p.pipe(c)
+	}
+}
+
+// keep records c as open, or closes it when the proxy is down.
+func (p *dbProxy) keep(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down {
+		_ = c.Close()
+		return false
+	}
+	p.conns[c] = true
+	return true
+}
+
+func (p *dbProxy) pipe(c net.Conn) {
+	if !p.keep(c) {
+		return
+	}
+	s, err := net.Dial("tcp", p.target)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	if !p.keep(s) {
+		_ = c.Close()
+		return
+	}
+	go func() { _, _ = io.Copy(s, c); _ = s.Close() }()
+	_, _ = io.Copy(c, s)
+	_ = c.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, s)
+	p.mu.Unlock()
+}
+
+// setDown cuts the database off (true) or brings it back (false).
+func (p *dbProxy) setDown(down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = down
+	if down {
+		for c := range p.conns {
+			_ = c.Close()
+		}
+		clear(p.conns)
+	}
 }
 
 // send delivers a Stripe-signed event and returns ingest's status word
 // (accepted, duplicate).
 func (h *hookline) send(t testing.TB, source, id, typ string) string {
 	t.Helper()
-	body := []byte(`{"id":"` + id + `","object":"event","type":"` + typ + `","created":1764504000,` +
-		`"data":{"object":{"id":"pi_` + id + `","amount":1200,"currency":"eur"}}}`)
+	status, out := h.sendBody(t, source, eventBody(id, typ, ""))
+	require.Equal(t, http.StatusOK, status, out)
+	return out["status"].(string)
+}
+
+// eventBody is a Stripe event; extra (`"k":v,`) goes into its object.
+func eventBody(id, typ, extra string) []byte {
+	return []byte(`{"id":` + jsonString(id) + `,"object":"event","type":` + jsonString(typ) + `,"created":1764504000,` +
+		`"data":{"object":{` + extra + `"id":` + jsonString("pi_"+id) + `,"amount":1200,"currency":"eur"}}}`)
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// sendBody delivers a Stripe-signed body and returns ingest's status and answer.
+func (h *hookline) sendBody(t testing.TB, source string, body []byte) (int, map[string]any) {
+	t.Helper()
 	sig := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: time.Now()}).Header
 	req, err := http.NewRequest(http.MethodPost, h.url+"/webhooks/"+source, bytes.NewReader(body))
 	require.NoError(t, err)
@@ -132,8 +264,7 @@ func (h *hookline) send(t testing.TB, source, id, typ string) string {
 	defer resp.Body.Close()
 	var out map[string]any
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	require.Equal(t, http.StatusOK, resp.StatusCode, out)
-	return out["status"].(string)
+	return resp.StatusCode, out
 }
 
 // api calls the JSON admin API with the bearer token.
@@ -158,10 +289,19 @@ func (h *hookline) waitState(t testing.TB, source, id, state string) map[string]
 	t.Helper()
 	var ev map[string]any
 	require.Eventually(t, func() bool {
-		_, ev = h.api(t, http.MethodGet, "/admin/events/"+source+"/"+url.PathEscape(id))
+		_, ev = h.api(t, http.MethodGet, "/admin/events/"+source+"/"+apiEscape(id))
 		return ev["state"] == state
 	}, 30*time.Second, 50*time.Millisecond, "event %s/%s never reached %s (last: %v)", source, id, state, ev)
 	return ev
+}
+
+// apiEscape escapes an event id for a JSON route's path: "." and ".." as
+// %2E, which Go's client sends as they are and the server decodes.
+func apiEscape(id string) string {
+	if id == "." || id == ".." {
+		return strings.Repeat("%2E", len(id))
+	}
+	return url.PathEscape(id)
 }
 
 // destinationState is a destination's state as GET /admin/destinations says.

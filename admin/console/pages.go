@@ -33,6 +33,12 @@ func (c *Console) overviewPage(ec echo.Context) error {
 		Error        string
 		Destinations []destinationRow
 		Counting     bool
+		// Paused are the paused destinations with jobs waiting: the lag
+		// counts their jobs, which do not run until resumed.
+		Paused []destinationRow
+		// ActiveWait is the longest wait of an event at a destination
+		// that is not paused ("" when none waits).
+		ActiveWait string
 	}{Overview: ov}
 	switch {
 	case errors.Is(err, jobs.ErrQueryTimeout):
@@ -46,6 +52,18 @@ func (c *Console) overviewPage(ec echo.Context) error {
 		d.Lag = seconds(ov.Queue.OldestAvailableSeconds)
 		d.Counting = ov.CountedSince.After(ov.Since)
 		d.Destinations = destinationRows(ov.Destinations)
+		var oldest *time.Time
+		for _, r := range d.Destinations {
+			switch {
+			case r.State == jobs.DestinationPaused && r.Queued > 0:
+				d.Paused = append(d.Paused, r)
+			case r.State != jobs.DestinationPaused && r.OldestQueuedAt != nil && (oldest == nil || r.OldestQueuedAt.Before(*oldest)):
+				oldest = r.OldestQueuedAt
+			}
+		}
+		if oldest != nil {
+			d.ActiveWait = ago(oldest)
+		}
 	}
 	return c.render(ec, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Data: d})
 }
@@ -121,43 +139,46 @@ func (c *Console) eventsPage(ec echo.Context) error {
 type destinationView struct {
 	jobs.DestinationStatus
 	Log []jobs.AttemptRecord
+	// Dead is the destination's dead item (without its payload), nil when
+	// it has none.
+	Dead *jobs.DeadItem
 }
 
-// payloadView is an event's stored payload as the page shows it.
-type payloadView struct {
-	ContentType  string
-	Pretty       string // indented JSON; "" when the body is not JSON
-	Raw          string // the body as text, or base64 when it is not UTF-8
-	Base64       bool
-	Size         int
-	Headers      []header
-	FromDeadItem bool
-}
+// refreshHeader is what the script's refresh sends, with the id of the
+// element it swaps: the event page then leaves out the payload, which the
+// refresh does not show.
+const refreshHeader = "X-Console-Refresh"
 
-type header struct {
-	Name   string
-	Values []string
-}
-
-// eventPage answers GET /admin/ui/events/{source}/{event_id}.
+// eventPage answers GET /admin/ui/events/{source}/{event_id}, and GET
+// /admin/ui/event?source=…&id=… (see eventURL).
 func (c *Console) eventPage(ec echo.Context) error {
 	ctx := ec.Request().Context()
-	ev, err := c.cfg.Events.Lookup(ctx, pathParam(ec, "source"), pathParam(ec, "event_id"))
+	source, eventID := pathParam(ec, "source"), pathParam(ec, "event_id")
+	if ec.Path() == Prefix+"/event" {
+		source, eventID = ec.QueryParam("source"), ec.QueryParam("id")
+	}
+	ev, err := c.cfg.Events.Lookup(ctx, source, eventID)
 	if err != nil {
 		return c.fail(ec, err)
 	}
-	p, err := c.cfg.Events.Payload(ctx, ev.Source, ev.EventID)
-	if err != nil {
-		return c.fail(ec, err)
+	refresh := ec.Request().Header.Get(refreshHeader) != ""
+	var pv *payloadView
+	if !refresh {
+		p, err := c.cfg.Events.Payload(ctx, ev.Source, ev.EventID)
+		if err != nil {
+			return c.fail(ec, err)
+		}
+		pv = viewPayload(p)
 	}
 	d := struct {
 		Ev      *jobs.EventStatus
 		Dests   []destinationView
 		Payload *payloadView
+		Refresh bool // the payload is left out
 		Final   bool
 		Here    string
 		Done    string
-	}{Ev: ev, Payload: viewPayload(p), Final: ev.State == jobs.EventCompleted || ev.State == jobs.EventDead,
+	}{Ev: ev, Payload: pv, Refresh: refresh, Final: ev.State == jobs.EventCompleted || ev.State == jobs.EventDead,
 		Here: eventURL(ev.Source, ev.EventID), Done: doneMessage(ec.QueryParams())}
 	for _, dst := range ev.Destinations {
 		v := destinationView{DestinationStatus: dst}
@@ -166,9 +187,91 @@ func (c *Console) eventPage(ec echo.Context) error {
 				v.Log = append(v.Log, a)
 			}
 		}
+		if dst.DeadItemID != nil {
+			// Its reason: a rejected duplicate's payload is its own, not
+			// the one this page shows, and its retry forwards that one.
+			it, err := c.cfg.Dead.Get(ctx, *dst.DeadItemID)
+			switch {
+			case err == nil:
+				it.Payload, it.Headers = nil, nil
+				v.Dead = it
+			case !errors.Is(err, jobs.ErrDeadItemNotFound): // gone meanwhile: no buttons
+				return c.fail(ec, err)
+			}
+		}
 		d.Dests = append(d.Dests, v)
 	}
 	return c.render(ec, http.StatusOK, "event", page{Title: ev.Source + " / " + ev.EventID, Nav: "events", Data: d})
+}
+
+// deadItemPage answers GET /admin/ui/dead/{id}: one dead item, why it died,
+// and its own payload and headers (a rejected duplicate's can differ from
+// its event's), with what its retry does.
+func (c *Console) deadItemPage(ec echo.Context) error {
+	id, err := deadIDOf(ec.Param("id"))
+	if err != nil {
+		return c.fail(ec, err)
+	}
+	it, err := c.cfg.Dead.Get(ec.Request().Context(), id)
+	if err != nil {
+		return c.fail(ec, err)
+	}
+	d := struct {
+		It      *jobs.DeadItem
+		Payload *payloadView
+		Event   string
+	}{It: it, Event: eventURL(it.Source, it.EventID),
+		Payload: viewPayload(&jobs.StoredPayload{ContentType: it.ContentType, Headers: it.Headers, Body: it.Payload})}
+	return c.render(ec, http.StatusOK, "deaditem", page{Title: "Dead item " + strconv.FormatInt(id, 10), Nav: "dead", Data: d})
+}
+
+// payloadView is a stored payload as the pages show it.
+type payloadView struct {
+	ContentType string
+	// Pretty is the body as indented JSON ("" when it is not JSON), with
+	// invisible and bidirectional control characters written as \u
+	// escapes: the same JSON, shown as it is.
+	Pretty string
+	Raw    string // the body as text, or base64 when it is not UTF-8
+	Base64 bool
+	// Invisible counts the invisible and bidirectional control characters
+	// in Raw, which shows them as they are (they can reorder or hide text).
+	Invisible    int
+	Size         int
+	Headers      []header
+	FromDeadItem bool
+}
+
+// invisible reports whether r is a character that changes how the text
+// around it shows without showing itself: zero-width characters, the
+// bidirectional embeddings, overrides and isolates, the line and paragraph
+// separators, the byte order mark.
+func invisible(r rune) bool {
+	return r >= 0x200B && r <= 0x200F || r >= 0x202A && r <= 0x202E || r >= 0x2060 && r <= 0x2069 ||
+		r == 0x2028 || r == 0x2029 || r == 0xFEFF || r == 0x061C || r == 0x00AD
+}
+
+// escapeInvisible writes every invisible character of indented JSON as a
+// \u escape. Outside strings JSON has none of them, so the result is the
+// same JSON.
+func escapeInvisible(s string) string {
+	if !strings.ContainsFunc(s, invisible) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if invisible(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+type header struct {
+	Name   string
+	Values []string
 }
 
 func viewPayload(p *jobs.StoredPayload) *payloadView {
@@ -183,7 +286,14 @@ func viewPayload(p *jobs.StoredPayload) *payloadView {
 	}
 	var pretty bytes.Buffer
 	if json.Valid(p.Body) && json.Indent(&pretty, p.Body, "", "  ") == nil {
-		v.Pretty = pretty.String()
+		v.Pretty = escapeInvisible(pretty.String())
+	}
+	if !v.Base64 {
+		for _, r := range v.Raw {
+			if invisible(r) {
+				v.Invisible++
+			}
+		}
 	}
 	var hs map[string][]string
 	_ = json.Unmarshal(p.Headers, &hs)
@@ -224,9 +334,6 @@ func (f deadForm) filter(now time.Time) (jobs.DeadFilter, error) {
 	}
 	return df, df.Validate()
 }
-
-// empty reports whether f selects the whole dead set.
-func (f deadForm) empty() bool { return f == deadForm{} }
 
 // deadPage answers GET /admin/ui/dead: a page of the dead set, newest first.
 func (c *Console) deadPage(ec echo.Context) error {
@@ -302,11 +409,16 @@ func pathParam(ec echo.Context, name string) string {
 }
 
 // parseWhen reads a time of a filter: RFC 3339, a UTC date and time
-// ("2026-01-02 15:04", seconds optional, or just the date), or a duration
-// before now ("15m", "1h", "7d").
+// ("2026-01-02 15:04", seconds optional, or just the date; a trailing
+// " UTC", as the pages' hover titles write it, is allowed), or a duration
+// before now ("15m", "1h", "7d"). (The script turns a time typed in the
+// browser's zone into RFC 3339 before the form is sent.)
 func parseWhen(name, v string, now time.Time) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
+	}
+	if len(v) > 4 && strings.EqualFold(v[len(v)-4:], " UTC") {
+		v = strings.TrimSpace(v[:len(v)-4])
 	}
 	if days, ok := strings.CutSuffix(v, "d"); ok {
 		if n, err := strconv.ParseFloat(days, 64); err == nil && n >= 0 {

@@ -107,8 +107,8 @@ func setCookie(ec echo.Context, value string, maxAge int) {
 const sessionKey = "console.session"
 
 // withSession lets a request with a valid session through. Without one, a
-// GET of the overview shows the login form, another GET is sent there (to
-// come back after logging in), and a POST is refused.
+// GET (or HEAD) of the overview shows the login form, another GET is sent
+// there (to come back after logging in), and a POST is refused.
 func (c *Console) withSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(ec echo.Context) error {
 		if s := c.session(ec); s != "" {
@@ -117,7 +117,7 @@ func (c *Console) withSession(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		r := ec.Request()
 		switch {
-		case r.Method != http.MethodGet:
+		case r.Method != http.MethodGet && r.Method != http.MethodHead:
 			return c.errorPage(ec, http.StatusForbidden, "Your session has ended; log in again.")
 		case r.URL.Path == Prefix+"/":
 			return c.loginPage(ec, http.StatusOK, "", "")
@@ -141,12 +141,14 @@ func (c *Console) sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// checkCSRF refuses a POST whose form does not carry its session's CSRF
-// token (compared in constant time).
+// checkCSRF refuses a POST whose form body does not carry its session's
+// CSRF token (compared in constant time).
 func (c *Console) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(ec echo.Context) error {
 		want := c.sessions.csrf(ec.Get(sessionKey).(string))
-		if !hmac.Equal([]byte(ec.FormValue(csrfField)), []byte(want)) {
+		// From the form's body only: a token in the URL would end up in
+		// access logs and browser history.
+		if !hmac.Equal([]byte(ec.Request().PostFormValue(csrfField)), []byte(want)) {
 			c.log.Warn("console: request without its CSRF token refused", "path", ec.Request().URL.Path)
 			return c.errorPage(ec, http.StatusForbidden, "Refused: the form's security token is missing or stale; reload the page and try again.")
 		}
@@ -179,12 +181,24 @@ func (c *Console) logout(ec echo.Context) error {
 }
 
 // localPath is v if it is a path of the console (where a login or an
-// action may send the browser next), else "".
+// action may send the browser next), else "". The path must start with
+// Prefix as written (not only once unescaped: /%61dmin/ui/ is refused) and
+// have no "." or ".." segment (also written %2e), which the browser would
+// resolve to a path outside the console.
 func localPath(v string) string {
 	u, err := url.Parse(v)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(u.Path, Prefix+"/") ||
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
 		strings.HasPrefix(v, "//") || strings.ContainsAny(v, "\\\r\n") {
 		return ""
+	}
+	p := u.EscapedPath()
+	if !strings.HasPrefix(p, Prefix+"/") {
+		return ""
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if dotSegment(seg) {
+			return ""
+		}
 	}
 	return u.RequestURI()
 }

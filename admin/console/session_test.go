@@ -72,6 +72,16 @@ func TestLocalPath(t *testing.T) {
 		"/admin/ui/\\evil":              "",
 		"/admin/ui/x\r\nSet-Cookie: a":  "",
 		"javascript:alert(1)":           "",
+		// Dot segments (also escaped) would take the browser out of the
+		// console; so would a prefix that is only one once unescaped.
+		"/admin/ui/../../evil":              "",
+		"/admin/ui/./x":                     "",
+		"/admin/ui/%2e%2E/%2e%2e/evil":      "",
+		"/admin/ui/x/..":                    "",
+		"/%61dmin/ui/x":                     "",
+		"/admin%2Fui/x":                     "",
+		"/admin/ui/event?id=..&source=shop": "/admin/ui/event?id=..&source=shop",
+		"/admin/ui/events/shop/..x":         "/admin/ui/events/shop/..x",
 	} {
 		require.Equal(t, want, localPath(in), in)
 	}
@@ -84,5 +94,39 @@ func TestNiceCeilAndSeconds(t *testing.T) {
 	}
 	for s, want := range map[float64]string{0: "0 s", -3: "0 s", 42.4: "42 s", 185: "3 min 5 s", 7800: "2 h 10 min"} {
 		require.Equal(t, want, seconds(s), s)
+	}
+}
+
+func TestParseWhen(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"2026-01-02 10:49:46 UTC":   time.Date(2026, 1, 2, 10, 49, 46, 0, time.UTC), // as a time's hover title says it
+		"2026-01-02 10:49 utc":      time.Date(2026, 1, 2, 10, 49, 0, 0, time.UTC),
+		"2026-01-02T10:49:00+05:30": time.Date(2026, 1, 2, 5, 19, 0, 0, time.UTC), // as the script sends a local time
+		"1h":                        now.Add(-time.Hour),
+		"2026-01-02":                time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC),
+	} {
+		got, err := parseWhen("since", in, now)
+		require.NoError(t, err, in)
+		require.True(t, want.Equal(got), "%s: %v", in, got)
+	}
+	for _, bad := range []string{"2026-01-02 10:49:46 EST", "yesterday", " UTC"} {
+		_, err := parseWhen("since", bad, now)
+		require.Error(t, err, bad)
+	}
+}
+
+func TestEventURL(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[[2]string]string{
+		{"shop", "evt_1"}:  "/admin/ui/events/shop/evt_1",
+		{"shop", "a/b c"}:  "/admin/ui/events/shop/a%2Fb%20c",
+		{"shop", ".."}:     "/admin/ui/event?id=..&source=shop",
+		{"shop", "."}:      "/admin/ui/event?id=.&source=shop",
+		{"shop", "..."}:    "/admin/ui/events/shop/...",
+		{"shop", "%2e%2E"}: "/admin/ui/events/shop/%252e%252E",
+	} {
+		require.Equal(t, want, eventURL(in[0], in[1]), in)
 	}
 }

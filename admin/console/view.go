@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,7 +46,7 @@ func loadViews() *views {
 		v.assets[path.Base(f)] = Prefix + "/static/" + path.Base(f) + "?v=" + hex.EncodeToString(sum[:6])
 	}
 	funcs := template.FuncMap{"asset": func(name string) string { return v.assets[name] }, "when": when, "whenPtr": whenPtr,
-		"ago": ago, "pathEsc": url.PathEscape, "short": short, "eventURL": eventURL, "add": func(a, b int) int { return a + b }}
+		"ago": ago, "pathEsc": url.PathEscape, "short": short, "eventURL": eventURL, "deadURL": deadURL, "add": func(a, b int) int { return a + b }}
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	pages, _ := fs.Glob(templateFS, "templates/*.html")
 	for _, p := range pages {
@@ -91,10 +92,16 @@ func (c *Console) loginPage(ec echo.Context, status int, msg, next string) error
 
 // errorPage answers status with msg in the layout.
 func (c *Console) errorPage(ec echo.Context, status int, msg string) error {
+	return c.errorPageBack(ec, status, msg, "")
+}
+
+// errorPageBack is errorPage with a link back to the console page back
+// ("": the overview).
+func (c *Console) errorPageBack(ec echo.Context, status int, msg, back string) error {
 	return c.render(ec, status, "error", page{Title: http.StatusText(status), Data: struct {
-		Status  int
-		Message string
-	}{status, msg}})
+		Status        int
+		Message, Back string
+	}{status, msg, back}})
 }
 
 // fail answers an error of a page or action: the message of a known one,
@@ -115,8 +122,11 @@ func (c *Console) static(ec echo.Context) error {
 		return echo.ErrNotFound
 	}
 	ctype := "text/css; charset=utf-8"
-	if strings.HasSuffix(name, ".js") {
+	switch {
+	case strings.HasSuffix(name, ".js"):
 		ctype = "text/javascript; charset=utf-8"
+	case strings.HasSuffix(name, ".svg"):
+		ctype = "image/svg+xml"
 	}
 	ec.Response().Header().Set(echo.HeaderCacheControl, "public, max-age=86400")
 	return ec.Blob(http.StatusOK, ctype, b)
@@ -193,7 +203,25 @@ func short(n int, s string) string {
 	return string(r[:n-1]) + "…"
 }
 
-// eventURL is the console's page of an event.
+// eventURL is the console's page of an event: /events/{source}/{event_id}
+// with each part escaped, or, when a part would be the path segment "." or
+// "..", /event?source=…&id=…: a browser resolves such a segment (escaped
+// as %2E too, which the URL standard treats as a dot) before it sends the
+// request, so the path form of such an id would open another page.
 func eventURL(source, eventID string) string {
-	return Prefix + "/events/" + url.PathEscape(source) + "/" + url.PathEscape(eventID)
+	s, id := url.PathEscape(source), url.PathEscape(eventID)
+	if dotSegment(s) || dotSegment(id) {
+		return Prefix + "/event?" + url.Values{"source": {source}, "id": {eventID}}.Encode()
+	}
+	return Prefix + "/events/" + s + "/" + id
 }
+
+// dotSegment reports whether a path segment is one a browser resolves:
+// "." or "..", also written with %2e.
+func dotSegment(seg string) bool {
+	seg = strings.ReplaceAll(strings.ToLower(seg), "%2e", ".")
+	return seg == "." || seg == ".."
+}
+
+// deadURL is the console's page of a dead item.
+func deadURL(id int64) string { return Prefix + "/dead/" + strconv.FormatInt(id, 10) }
