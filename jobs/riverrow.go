@@ -253,7 +253,9 @@ type QueueStats struct {
 	// pending, retryable, running, scheduled; 0 when none).
 	ByState map[string]int64
 	// OldestAvailableSeconds is how long the oldest available event job has
-	// been ready to run without being taken (0 when none).
+	// been ready to run without being taken (0 when none). Jobs of a paused
+	// queue (a paused destination) are not ready to run: they wait on
+	// purpose and are left out.
 	OldestAvailableSeconds float64
 }
 
@@ -275,8 +277,9 @@ func ReadQueueStats(ctx context.Context, q Querier) (QueueStats, error) {
 	if _, err := pgx.ForEachRow(rows, []any{&s, &n}, func() error { st.ByState[s] = n; return nil }); err != nil {
 		return st, err
 	}
-	err = q.QueryRow(ctx, `SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(scheduled_at))::float8, 0) FROM river_job
-		WHERE kind = $1 AND state = 'available' AND scheduled_at <= now()`, EventArgs{}.Kind()).Scan(&st.OldestAvailableSeconds)
+	err = q.QueryRow(ctx, `SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(j.scheduled_at))::float8, 0) FROM river_job j
+		WHERE j.kind = $1 AND j.state = 'available' AND j.scheduled_at <= now()
+		  AND NOT EXISTS (SELECT 1 FROM river_queue q WHERE q.name = j.queue AND q.paused_at IS NOT NULL)`, EventArgs{}.Kind()).Scan(&st.OldestAvailableSeconds)
 	st.OldestAvailableSeconds = max(st.OldestAvailableSeconds, 0)
 	return st, err
 }

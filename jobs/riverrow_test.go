@@ -305,6 +305,42 @@ func TestCompletionAndStatsReadRiversRows(t *testing.T) {
 	require.Equal(t, map[string]int64{"available": 0, "pending": 0, "retryable": 0, "running": 0, "scheduled": 1}, qs.ByState)
 }
 
+// The queue's lag leaves out the jobs of a paused queue (a paused
+// destination): they wait on purpose, and counting them would report a
+// lag nobody can act on but by resuming.
+func TestQueueLagLeavesOutPausedQueues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	for _, j := range []struct {
+		dest, id string
+		ago      time.Duration
+	}{{"paused", "old", time.Hour}, {"live", "recent", time.Minute}} {
+		opts := jobs.InsertOptsFor(5)
+		opts.Queue = jobs.QueueFor("s", j.dest)
+		res, err := rc.Insert(ctx, jobs.EventArgs{Source: "s", EventID: j.id, Destination: j.dest}, opts)
+		require.NoError(t, err)
+		_, err = pool.Exec(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now() - $2::bigint * interval '1 second' WHERE id = $1`,
+			res.Job.ID, int64(j.ago.Seconds()))
+		require.NoError(t, err)
+	}
+	lag := func() float64 {
+		qs, err := jobs.ReadQueueStats(ctx, pool)
+		require.NoError(t, err)
+		require.EqualValues(t, 2, qs.ByState["available"])
+		return qs.OldestAvailableSeconds
+	}
+	require.Greater(t, lag(), 3000.0, "both queues running: the hour-old job")
+	_, err = pool.Exec(ctx, `INSERT INTO river_queue (name, created_at, metadata, updated_at, paused_at) VALUES ($1, now(), '{}', now(), now())
+		ON CONFLICT (name) DO UPDATE SET paused_at = now()`, jobs.QueueFor("s", "paused"))
+	require.NoError(t, err)
+	l := lag()
+	require.Greater(t, l, 50.0)
+	require.Less(t, l, 600.0, "the paused queue's hour-old job is left out")
+}
+
 // QueueFor names a River-valid queue for any source and destination, and a
 // different one for each pair.
 func FuzzQueueFor(f *testing.F) {

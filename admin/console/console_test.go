@@ -705,9 +705,9 @@ func TestConsoleEventRefreshLeavesOutThePayload(t *testing.T) {
 	require.NotContains(t, a.body, "pi_evt_waits", "no payload in a refresh")
 }
 
-// The overview's lag says what it counts: with a destination paused, its
-// waiting jobs are in it, and the page names that destination and gives
-// the longest wait at the others.
+// The overview's lag says what it counts: a paused destination's waiting
+// jobs are not in it (they wait on purpose), and the page names that
+// destination with its backlog and gives the longest wait at the others.
 func TestConsoleOverviewLagWithAPausedDestination(t *testing.T) {
 	t.Parallel()
 	h := startHookline(t)
@@ -721,8 +721,8 @@ func TestConsoleOverviewLagWithAPausedDestination(t *testing.T) {
 		a = b.get("/admin/ui/")
 		return strings.Contains(a.body, `id="lag-paused"`)
 	}, 15*time.Second, 250*time.Millisecond, a.body)
-	require.Contains(t, a.body, "Lag: the oldest job available to run (not waiting for a retry's backoff) has waited")
-	require.Contains(t, a.body, "That includes the jobs of paused destinations, which do not run until someone resumes them: shop/default (1 waiting).")
+	require.Contains(t, a.body, "Lag: the oldest job available to run (not waiting for a retry's backoff, nor for a paused destination) has waited")
+	require.Contains(t, a.body, "Paused destinations hold their jobs until someone resumes them (not counted in the lag): shop/default (1 waiting).")
 	require.Contains(t, a.body, "No event waits at a destination that is not paused.")
 }
 

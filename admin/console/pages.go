@@ -34,7 +34,7 @@ func (c *Console) overviewPage(ec echo.Context) error {
 		Destinations []destinationRow
 		Counting     bool
 		// Paused are the paused destinations with jobs waiting: the lag
-		// counts their jobs, which do not run until resumed.
+		// leaves their jobs out, which do not run until resumed.
 		Paused []destinationRow
 		// ActiveWait is the longest wait of an event at a destination
 		// that is not paused ("" when none waits).
