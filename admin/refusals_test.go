@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookline/hookline/admin"
+	"github.com/hookline/hookline/internal/proctest"
 )
 
 // answer is an admin answer with its headers.
@@ -283,24 +283,6 @@ func TestAdminWrongMethod405(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, a.status)
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
 // A reconciliation that cannot reach the database answers like every admin
 // route, "database unavailable; try again", and logs pgx's detail (user,
 // database, host, port) instead of answering it; a run's own failure keeps
@@ -315,7 +297,7 @@ func TestAdminReconcileDatabaseDown(t *testing.T) {
 		"own":   errors.New("reconcile own: the store answered 1 known flags for 2 events"),
 		"admin": fmt.Errorf("reconcile admin: take the run lock: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}),
 	}
-	logs := &syncBuffer{}
+	logs := &proctest.Buffer{}
 	b := adminSetup(t, adminOpts{logger: slog.New(slog.NewJSONHandler(logs, nil)),
 		reconcile: func(ctx context.Context, source string) (admin.ReconcileResult, error) {
 			if err := runErr[source]; err != nil {
