@@ -60,11 +60,13 @@ func TestCachedExpires(t *testing.T) {
 	t.Parallel()
 	cc := &countingCollector{desc: prometheus.NewDesc("x", "x", nil, nil), block: make(chan struct{})}
 	close(cc.block)
-	c := NewCached(10*time.Millisecond, cc)
+	// A TTL far longer than two back-to-back scrapes take, even on a
+	// loaded machine (10 ms was not: the second scrape ran the set again).
+	c := NewCached(500*time.Millisecond, cc)
 	testutil.CollectAndCount(c)
 	testutil.CollectAndCount(c)
 	require.EqualValues(t, 1, cc.runs.Load())
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond)
 	testutil.CollectAndCount(c)
 	require.EqualValues(t, 2, cc.runs.Load())
 }
