@@ -260,244 +260,20 @@ type completed struct {
 // (ahead; completeClaimingAhead).
 func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []completeItem, runner string, wake func(queue string),
 	ahead *claimAhead) ([]completed, error) {
-	out := make([]completed, len(items))
-	at := make(map[string]int, len(items))
-	type lineID struct{ source, dest, key string }
-	lines := map[lineID]int{} // the item that ends a place in the line
-	n := len(items)
-	keys, sources, ids, dests, skipped := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]*string, 0, n)
-	tokens, dedups, destDedups, jobIDs := make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
-	ns, statuses, durations := make([]int32, 0, n), make([]int32, 0, n), make([]int32, 0, n)
-	var lineSources, lineDests, lineKeys, lineEvents, lineKinds []string
-	var lineBys []*string
-	var lineChains []bool
-	withClaims := false // some item's next job is to be claimed in this transaction
-	var wantQueues []string
-	var wantCounts []int32
-	wanting := map[string][]int{} // per queue, the items that take one of its available jobs
-	claimsAhead := ahead != nil && ahead.item != nil
-	for i, it := range items {
-		if _, dup := at[it.key]; dup {
-			continue // completionSkipped
-		}
-		// Items that may chain and claim ahead take an available job of
-		// their queue, an ordered one when its line has no next job to give.
-		if it.chain && it.claimNext && claimsAhead {
-			q := QueueFor(it.source, it.dest)
-			if _, ok := wanting[q]; !ok {
-				wantQueues = append(wantQueues, q)
-			}
-			wanting[q] = append(wanting[q], i)
-			withClaims = true
-		}
-		if it.line != nil {
-			id := lineID{it.source, it.dest, it.line.key}
-			if _, dup := lines[id]; dup {
-				continue // completionSkipped: one place per line and batch
-			}
-			lines[id] = i
-			lineSources, lineDests, lineKeys = append(lineSources, it.source), append(lineDests, it.dest), append(lineKeys, it.line.key)
-			lineEvents, lineBys = append(lineEvents, it.eventID), append(lineBys, it.line.by)
-			kind := ""
-			if it.line.byKind != nil {
-				kind = *it.line.byKind
-			}
-			lineKinds, lineChains = append(lineKinds, kind), append(lineChains, it.chain)
-		}
-		at[it.key] = i
-		out[i].completion = completionLost // unless its key comes back
-		keys, tokens, dedups = append(keys, it.key), append(tokens, it.token), append(dedups, it.dedupUS)
-		sources, ids, dests = append(sources, it.source), append(ids, it.eventID), append(dests, it.dest)
-		destDedups, jobIDs = append(destDedups, it.destDedupUS), append(jobIDs, it.jobID)
-		ns, statuses, durations, skipped = append(ns, it.n), append(statuses, it.status), append(durations, it.durationMS), append(skipped, it.skipped)
-	}
-	args := []any{keys, tokens, dedups, sources, ids, dests, destDedups, jobIDs, ns, statuses, durations, skipped}
-	collect := func(rows pgx.Rows) error {
-		var key string
-		_, err := pgx.ForEachRow(rows, []any{&key}, func() error {
-			if i, ok := at[key]; ok {
-				out[i].completion = completionDone
-			}
-			return nil
-		})
-		return err
-	}
-	lined := len(lineKeys) > 0
-	b := &pgx.Batch{}
-	lead := []string{genericPlansSQL} // the statements before the batch's own
-	if withClaims {
-		lead = []string{"BEGIN", genericPlansLocalSQL}
-	}
-	for _, q := range lead {
-		b.Queue(q)
-	}
-	if lined {
-		b.Queue(lockLinesSQL, lineSources, lineDests, lineKeys)
-	}
-	b.Queue(sql, args...)
-	if lined {
-		b.Queue(advanceLinesSQL, lineSources, lineDests, lineKeys, lineEvents, lineBys, lineKinds, lineChains, runner)
-	}
-	for _, q := range wantQueues {
-		wantCounts = append(wantCounts, int32(len(wanting[q])))
-	}
-	if len(wantQueues) > 0 {
-		take := takeAvailableJobsSQL
-		if lined {
-			take = takeAvailableJobsAfterLinesSQL
-		}
-		b.Queue(take, wantQueues, wantCounts, runner)
-	}
-	// When every item that takes a next job knows the job its line is to
-	// hand on (predicted), their claims ride in this round trip, which then
-	// commits: the next job of a busy line costs one round trip, not two. A
-	// prediction that no longer holds (the job was not taken here) claims
-	// nothing, and the job, if one was taken, claims the usual way. The
-	// COMMIT is sent with the rest: a statement that fails rolls the whole
-	// transaction back, but an answer this worker fails to read (a taken
-	// job's JSON) no longer can; the batch then reports the error, its
-	// items find their claims completed (lease lost: nothing is forwarded
-	// twice), and the jobs it took are left to River's rescuer.
-	single := withClaims
-	for _, is := range wanting {
-		for _, i := range is {
-			single = single && items[i].predicted != nil
-		}
-	}
-	var predicted []claimItem
-	if single {
-		for i, it := range items {
-			if it.predicted != nil && at[it.key] == i {
-				predicted = append(predicted, *it.predicted)
-			}
-		}
-		args, _ := claimTakenArgs(predicted, runner)
-		b.Queue(ahead.takenSQL, args...)
-		b.Queue("COMMIT")
-	}
-	if !withClaims {
-		b.Queue(defaultPlansSQL)
-	}
-	var readAdvance func(pgx.BatchResults) ([]string, error) // the lines handed on (below)
-	var readTaken func(pgx.BatchResults) error               // the available jobs taken (below)
-	read := func(br pgx.BatchResults) ([]string, error) {
-		defer br.Close()
-		for range lead {
-			if _, err := br.Exec(); err != nil {
-				return nil, err
-			}
-		}
-		if lined {
-			if _, err := br.Exec(); err != nil {
-				return nil, fmt.Errorf("lock ordering lines: %w", err)
-			}
-		}
-		rows, err := br.Query()
-		if err != nil {
-			return nil, err
-		}
-		if err := collect(rows); err != nil {
-			return nil, err
-		}
-		var woke []string
-		if lined {
-			if woke, err = readAdvance(br); err != nil {
-				return nil, err
-			}
-		}
-		if len(wantQueues) > 0 {
-			if err := readTaken(br); err != nil {
-				return nil, err
-			}
-		}
-		if single {
-			if err := readPredicted(br, out, predicted); err != nil {
-				return nil, err
-			}
-			if _, err := br.Exec(); err != nil {
-				return nil, fmt.Errorf("commit: %w", err)
-			}
-		}
-		return woke, closeBatch(br, !withClaims)
-	}
-	readTaken = func(br pgx.BatchResults) error {
-		rows, err := br.Query()
-		if err != nil {
-			return fmt.Errorf("take available jobs: %w", err)
-		}
-		var queue string
-		var row []byte
-		_, err = pgx.ForEachRow(rows, []any{&queue, &row}, func() error {
-			next, err := decodeTaken(row)
-			if err != nil {
-				return err
-			}
-			for len(wanting[queue]) > 0 {
-				i := wanting[queue][0]
-				wanting[queue] = wanting[queue][1:]
-				if out[i].next == nil {
-					out[i].next = next
-					return nil
-				}
-			}
-			return fmt.Errorf("job %d was taken for a queue no item wanted", next.ID)
-		})
-		if err != nil {
-			return fmt.Errorf("take available jobs: %w", err)
-		}
-		return nil
-	}
-	readAdvance = func(br pgx.BatchResults) ([]string, error) {
-		rows, err := br.Query()
-		if err != nil {
-			return nil, fmt.Errorf("advance ordering lines: %w", err)
-		}
-		var woke []string
-		var queue string
-		var key *string
-		var row, after []byte
-		_, err = pgx.ForEachRow(rows, []any{&queue, &key, &row, &after}, func() error {
-			if key == nil {
-				woke = append(woke, queue)
-				return nil
-			}
-			next, err := decodeTaken(row)
-			if err != nil {
-				return err
-			}
-			i, ok := lines[lineID{next.Args.Source, next.Args.Dest(), *key}]
-			if !ok {
-				return fmt.Errorf("job %d was taken for a line not in the batch", next.ID)
-			}
-			out[i].next = next
-			if after != nil {
-				var p pendingJob
-				if err := json.Unmarshal(after, &p); err != nil {
-					return fmt.Errorf("read the job after job %d: %w", next.ID, err)
-				}
-				if out[i].after, err = p.taken(); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("advance ordering lines: %w", err)
-		}
-		return woke, nil
-	}
+	c := newCompletionBatch(items, ahead)
+	b := c.batch(sql, runner)
 	var woke []string
 	var err error
 	switch {
-	case single:
+	case c.single:
 		err = onConn(ctx, pool, func(conn *pgxpool.Conn) (err error) {
-			woke, err = read(conn.SendBatch(ctx, b))
+			woke, err = c.read(conn.SendBatch(ctx, b))
 			return err
 		})
-	case withClaims:
-		woke, err = completeClaimingAhead(ctx, pool, b, read, out, items, ahead)
+	case c.withClaims:
+		woke, err = completeClaimingAhead(ctx, pool, b, c.read, c.out, items, ahead)
 	default:
-		woke, err = read(pool.SendBatch(ctx, b))
+		woke, err = c.read(pool.SendBatch(ctx, b))
 	}
 	if err != nil {
 		return nil, err
@@ -505,7 +281,320 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 	for _, q := range woke {
 		wake(q)
 	}
-	return out, nil
+	return c.out, nil
+}
+
+// lineID names an ordering line: a key of a source's destination.
+type lineID struct{ source, dest, key string }
+
+// completionBatch is one completion batch being built, sent and read: its
+// items, their outcomes, and the arguments of its statements.
+type completionBatch struct {
+	items []completeItem
+	ahead *claimAhead
+	out   []completed
+	at    map[string]int // the item each claim key stands for
+	args  []any          // the completion statement's arguments
+
+	lines    map[lineID]int // the item that ends a place in each line
+	lineArgs lineArgs
+
+	// withClaims: some item's next job is to be claimed in this
+	// transaction, which is then explicit. wanting holds, per queue (in
+	// wantQueues' order), the items that take one of its available jobs.
+	withClaims bool
+	wantQueues []string
+	wanting    map[string][]int
+
+	// single: the predicted claims ride in the first round trip, which
+	// commits; predictedAt is the index of each predicted claim's key.
+	single      bool
+	predicted   []claimItem
+	predictedAt map[string]int
+	lead        []string // the statements before the batch's own
+}
+
+// lineArgs are lockLinesSQL's and advanceLinesSQL's arrays, one element
+// per line in the batch.
+type lineArgs struct {
+	sources, dests, keys, events, kinds []string
+	bys                                 []*string
+	chains                              []bool
+}
+
+// newCompletionBatch gathers items into a batch: a key already in it, or a
+// second place of one ordering line, is left to its own statement
+// (completionSkipped).
+func newCompletionBatch(items []completeItem, ahead *claimAhead) *completionBatch {
+	n := len(items)
+	c := &completionBatch{items: items, ahead: ahead, out: make([]completed, n), at: make(map[string]int, n),
+		lines: map[lineID]int{}, wanting: map[string][]int{}}
+	keys, sources, ids, dests, skipped := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]*string, 0, n)
+	tokens, dedups, destDedups, jobIDs := make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
+	ns, statuses, durations := make([]int32, 0, n), make([]int32, 0, n), make([]int32, 0, n)
+	for i, it := range items {
+		if _, dup := c.at[it.key]; dup {
+			continue // completionSkipped
+		}
+		c.want(i)
+		if it.line != nil && !c.addLine(i) {
+			continue // completionSkipped: one place per line and batch
+		}
+		c.at[it.key] = i
+		c.out[i].completion = completionLost // unless its key comes back
+		keys, tokens, dedups = append(keys, it.key), append(tokens, it.token), append(dedups, it.dedupUS)
+		sources, ids, dests = append(sources, it.source), append(ids, it.eventID), append(dests, it.dest)
+		destDedups, jobIDs = append(destDedups, it.destDedupUS), append(jobIDs, it.jobID)
+		ns, statuses, durations, skipped = append(ns, it.n), append(statuses, it.status), append(durations, it.durationMS), append(skipped, it.skipped)
+	}
+	c.args = []any{keys, tokens, dedups, sources, ids, dests, destDedups, jobIDs, ns, statuses, durations, skipped}
+	return c
+}
+
+// want records that item i takes an available job of its queue, an
+// ordered one when its line has no next job to give, if it may chain and
+// claim ahead.
+func (c *completionBatch) want(i int) {
+	it := c.items[i]
+	if !it.chain || !it.claimNext || c.ahead == nil || c.ahead.item == nil {
+		return
+	}
+	q := QueueFor(it.source, it.dest)
+	if _, ok := c.wanting[q]; !ok {
+		c.wantQueues = append(c.wantQueues, q)
+	}
+	c.wanting[q] = append(c.wanting[q], i)
+	c.withClaims = true
+}
+
+// addLine adds item i's place to its line's arguments; false when the
+// batch already ends a place of that line.
+func (c *completionBatch) addLine(i int) bool {
+	it := c.items[i]
+	id := lineID{it.source, it.dest, it.line.key}
+	if _, dup := c.lines[id]; dup {
+		return false
+	}
+	c.lines[id] = i
+	kind := ""
+	if it.line.byKind != nil {
+		kind = *it.line.byKind
+	}
+	l := &c.lineArgs
+	l.sources, l.dests, l.keys = append(l.sources, it.source), append(l.dests, it.dest), append(l.keys, it.line.key)
+	l.events, l.bys, l.kinds, l.chains = append(l.events, it.eventID), append(l.bys, it.line.by), append(l.kinds, kind), append(l.chains, it.chain)
+	return true
+}
+
+// lined tells whether the batch ends places in ordering lines.
+func (c *completionBatch) lined() bool { return len(c.lineArgs.keys) > 0 }
+
+// batch queues the batch's statements: the plans' setting (and BEGIN when
+// claims are taken), the lines' lock, the completion (sql), the lines'
+// advance, the available jobs taken, and, when every item that takes a
+// job knows its claim beforehand, the claims and the COMMIT.
+func (c *completionBatch) batch(sql, runner string) *pgx.Batch {
+	b := &pgx.Batch{}
+	c.lead = []string{genericPlansSQL}
+	if c.withClaims {
+		c.lead = []string{"BEGIN", genericPlansLocalSQL}
+	}
+	for _, q := range c.lead {
+		b.Queue(q)
+	}
+	l := c.lineArgs
+	if c.lined() {
+		b.Queue(lockLinesSQL, l.sources, l.dests, l.keys)
+	}
+	b.Queue(sql, c.args...)
+	if c.lined() {
+		b.Queue(advanceLinesSQL, l.sources, l.dests, l.keys, l.events, l.bys, l.kinds, l.chains, runner)
+	}
+	if len(c.wantQueues) > 0 {
+		counts := make([]int32, 0, len(c.wantQueues))
+		for _, q := range c.wantQueues {
+			counts = append(counts, int32(len(c.wanting[q])))
+		}
+		take := takeAvailableJobsSQL
+		if c.lined() {
+			take = takeAvailableJobsAfterLinesSQL
+		}
+		b.Queue(take, c.wantQueues, counts, runner)
+	}
+	if c.queuePredicted(b, runner) {
+		b.Queue("COMMIT")
+	}
+	if !c.withClaims {
+		b.Queue(defaultPlansSQL)
+	}
+	return b
+}
+
+// queuePredicted queues the predicted claims when every item that takes a
+// next job knows the job its line is to hand on: their claims ride in this
+// round trip, which then commits, and the next job of a busy line costs one
+// round trip, not two. A prediction that no longer holds (the job was not
+// taken here) claims nothing, and the job, if one was taken, claims the
+// usual way. The COMMIT is sent with the rest: a statement that fails rolls
+// the whole transaction back, but an answer this worker fails to read (a
+// taken job's JSON) no longer can; the batch then reports the error, its
+// items find their claims completed (lease lost: nothing is forwarded
+// twice), and the jobs it took are left to River's rescuer.
+func (c *completionBatch) queuePredicted(b *pgx.Batch, runner string) bool {
+	c.single = c.withClaims
+	for _, is := range c.wanting {
+		for _, i := range is {
+			c.single = c.single && c.items[i].predicted != nil
+		}
+	}
+	if !c.single {
+		return false
+	}
+	for i, it := range c.items {
+		if it.predicted != nil && c.at[it.key] == i {
+			c.predicted = append(c.predicted, *it.predicted)
+		}
+	}
+	var args []any
+	args, c.predictedAt = claimTakenArgs(c.predicted, runner)
+	b.Queue(c.ahead.takenSQL, args...)
+	return true
+}
+
+// read reads the batch's results, in the order batch queued them, into
+// c.out; it returns the queues of the jobs the lines' advance made
+// available.
+func (c *completionBatch) read(br pgx.BatchResults) ([]string, error) {
+	defer br.Close()
+	for range c.lead {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	if c.lined() {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("lock ordering lines: %w", err)
+		}
+	}
+	if err := c.readCompleted(br); err != nil {
+		return nil, err
+	}
+	var woke []string
+	var err error
+	if c.lined() {
+		if woke, err = c.readAdvance(br); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.wantQueues) > 0 {
+		if err := c.readTaken(br); err != nil {
+			return nil, err
+		}
+	}
+	if c.single {
+		if err := readPredicted(br, c.out, c.predicted, c.predictedAt); err != nil {
+			return nil, err
+		}
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("commit: %w", err)
+		}
+	}
+	return woke, closeBatch(br, !c.withClaims)
+}
+
+// readCompleted reads the completion statement's rows: the key of each
+// item completed.
+func (c *completionBatch) readCompleted(br pgx.BatchResults) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	var key string
+	_, err = pgx.ForEachRow(rows, []any{&key}, func() error {
+		if i, ok := c.at[key]; ok {
+			c.out[i].completion = completionDone
+		}
+		return nil
+	})
+	return err
+}
+
+// readTaken reads the available jobs taken and gives each to the next
+// item of its queue that has no next job yet.
+func (c *completionBatch) readTaken(br pgx.BatchResults) error {
+	rows, err := br.Query()
+	if err != nil {
+		return fmt.Errorf("take available jobs: %w", err)
+	}
+	var queue string
+	var row []byte
+	_, err = pgx.ForEachRow(rows, []any{&queue, &row}, func() error {
+		next, err := decodeTaken(row)
+		if err != nil {
+			return err
+		}
+		for len(c.wanting[queue]) > 0 {
+			i := c.wanting[queue][0]
+			c.wanting[queue] = c.wanting[queue][1:]
+			if c.out[i].next == nil {
+				c.out[i].next = next
+				return nil
+			}
+		}
+		return fmt.Errorf("job %d was taken for a queue no item wanted", next.ID)
+	})
+	if err != nil {
+		return fmt.Errorf("take available jobs: %w", err)
+	}
+	return nil
+}
+
+// readAdvance reads the lines' advance: a queue to wake per job made
+// available, and per job taken to chain, the job and the pending job of
+// the place after it.
+func (c *completionBatch) readAdvance(br pgx.BatchResults) ([]string, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("advance ordering lines: %w", err)
+	}
+	var woke []string
+	var queue string
+	var key *string
+	var row, after []byte
+	_, err = pgx.ForEachRow(rows, []any{&queue, &key, &row, &after}, func() error {
+		if key == nil {
+			woke = append(woke, queue)
+			return nil
+		}
+		return c.takeLineNext(*key, row, after)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("advance ordering lines: %w", err)
+	}
+	return woke, nil
+}
+
+// takeLineNext gives the job a line's advance took (row) to the item that
+// ended the line's place, with the job after it (after; nil: none).
+func (c *completionBatch) takeLineNext(key string, row, after []byte) error {
+	next, err := decodeTaken(row)
+	if err != nil {
+		return err
+	}
+	i, ok := c.lines[lineID{next.Args.Source, next.Args.Dest(), key}]
+	if !ok {
+		return fmt.Errorf("job %d was taken for a line not in the batch", next.ID)
+	}
+	c.out[i].next = next
+	if after == nil {
+		return nil
+	}
+	var p pendingJob
+	if err := json.Unmarshal(after, &p); err != nil {
+		return fmt.Errorf("read the job after job %d: %w", next.ID, err)
+	}
+	c.out[i].after, err = p.taken()
+	return err
 }
 
 // completeClaimingAhead runs a completion batch b (which begins an explicit
@@ -599,9 +688,9 @@ func claimTakenArgs(items []claimItem, runner string) ([]any, map[string]int) {
 }
 
 // readPredicted reads claimTakenManyStartSQL's rows for the predicted
-// claims and gives each claim taken to the item whose next job it is.
-func readPredicted(br pgx.BatchResults, out []completed, predicted []claimItem) error {
-	_, at := claimManyArgs(predicted)
+// claims (at: claimTakenArgs' index of their keys) and gives each claim
+// taken to the item whose next job it is.
+func readPredicted(br pgx.BatchResults, out []completed, predicted []claimItem, at map[string]int) error {
 	rows, err := br.Query()
 	if err != nil {
 		return fmt.Errorf("claim the predicted jobs: %w", err)
