@@ -336,10 +336,24 @@ func ReadJobStats(ctx context.Context, q Querier, withAttempts bool) (JobStats, 
 // so that no plan intersects the probe with River's kind index, which lists
 // every event job ever (measured: 17 ms a probe at 90,000 jobs).
 func AnyUnfinishedJob(ctx context.Context, q Querier) (bool, error) {
+	return AnyUnfinishedJobOfKind(ctx, q, EventArgs{}.Kind())
+}
+
+// AnyUnfinishedJobOfKind is AnyUnfinishedJob for the jobs of any kind
+// (the benchmark's baseline worker waits on its own jobs with it).
+func AnyUnfinishedJobOfKind(ctx context.Context, q Querier, kind string) (bool, error) {
 	var any bool
-	err := q.QueryRow(ctx, anyUnfinishedJobSQL, EventArgs{}.Kind()).Scan(&any)
+	err := q.QueryRow(ctx, anyUnfinishedJobSQL, kind).Scan(&any)
 	return any, err
 }
+
+// CountJobsOfKind counts the jobs of kind, and those of them not completed.
+func CountJobsOfKind(ctx context.Context, q Querier, kind string) (total, notCompleted int, err error) {
+	err = q.QueryRow(ctx, countJobsOfKindSQL, kind).Scan(&total, &notCompleted)
+	return total, notCompleted, err
+}
+
+const countJobsOfKindSQL = `SELECT count(*), count(*) FILTER (WHERE state <> 'completed') FROM river_job WHERE kind = $1`
 
 var anyUnfinishedJobSQL = func() string {
 	probes := make([]string, len(UniqueStates))

@@ -249,8 +249,7 @@ func (rs *runState) checkTextbook(ctx context.Context) error {
 		}
 	}
 	var unfinished int
-	if err := rs.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state <> 'completed') FROM river_job WHERE kind = $1`,
-		textbookArgs{}.Kind()).Scan(&r.Jobs, &unfinished); err != nil {
+	if r.Jobs, unfinished, err = jobs.CountJobsOfKind(ctx, rs.pool, textbookArgs{}.Kind()); err != nil {
 		return fmt.Errorf("read the textbook jobs: %w", err)
 	}
 	if r.Jobs != len(accepted) || unfinished > 0 {

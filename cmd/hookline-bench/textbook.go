@@ -22,6 +22,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/jobs"
 )
 
 // textbookWorkerFlag, as the first argument, makes hookline-bench the
@@ -238,11 +239,6 @@ func newTextbookClient(pool *pgxpool.Pool, o textbookOptions, log *slog.Logger) 
 // configuration bounds hookline's (timeout: 10s).
 const textbookDestTimeout = 10 * time.Second
 
-// textbookUnfinishedSQL tells whether a textbook job is still waiting or
-// running (it stops at the first one).
-const textbookUnfinishedSQL = `SELECT EXISTS (SELECT 1 FROM river_job
-	WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled') AND queue = $1)`
-
 // waitTextbookDone polls every 100 ms, as the bench does for hookline's
 // workers, until no textbook job is left unfinished; it asks Postgres only
 // once worked() says every event of the backlog was worked (each probe
@@ -256,8 +252,8 @@ func waitTextbookDone(ctx context.Context, pool *pgxpool.Pool, worked func() boo
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
-		var pending bool
-		if err := pool.QueryRow(ctx, textbookUnfinishedSQL, textbookQueue).Scan(&pending); err != nil {
+		pending, err := jobs.AnyUnfinishedJobOfKind(ctx, pool, textbookArgs{}.Kind())
+		if err != nil {
 			return fmt.Errorf("poll the textbook queue: %w", err)
 		}
 		if !pending {
