@@ -98,12 +98,18 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		runQueues = append(runQueues, name)
 	}
 	if err := river.AddWorkerSafely(workers, &CleanupWorker{Pool: cfg.Pool, Claims: w.claims, DeliveryRetention: cfg.DeliveryRetention,
-		Logger: cfg.Logger, Queues: runQueues}); err != nil {
+		Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, &OrphanWorker{Pool: cfg.Pool, Queues: runQueues, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
 	periodic := []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(cfg.CleanupInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return CleanupArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(orphanSweep),
+			func() (river.JobArgs, *river.InsertOpts) { return OrphanArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true}),
 	}
 	if cfg.Alerts != nil {
@@ -214,51 +220,8 @@ type CleanupWorker struct {
 	// active job (default 1,000); see requeueStranded.
 	SweepWindow int
 
-	// Queues are the event queues the workers run (every configured
-	// destination's): a waiting job in any other queue belongs to a removed
-	// source or destination (deadOrphans).
-	Queues []string
-
 	mu     sync.Mutex
 	cursor sweepCursor // where the next sweep starts
-}
-
-// deadOrphans moves the events of jobs no worker will ever fetch — their
-// source or destination was removed from the configuration, so no worker
-// runs their queue — to the dead set (reason failed), once they have waited
-// unknownSourceGrace: nothing waits without bound.
-func (w *CleanupWorker) deadOrphans(ctx context.Context) error {
-	if len(w.Queues) == 0 {
-		return nil
-	}
-	rows, err := w.Pool.Query(ctx, orphanJobsSQL, w.Queues, unknownSourceGrace.Microseconds())
-	if err != nil {
-		return err
-	}
-	type orphan struct {
-		id                  int64
-		source, event, dest string
-	}
-	var orphans []orphan
-	var o orphan
-	if _, err := pgx.ForEachRow(rows, []any{&o.id, &o.source, &o.event, &o.dest}, func() error { orphans = append(orphans, o); return nil }); err != nil {
-		return err
-	}
-	for _, o := range orphans {
-		msg := fmt.Sprintf("destination %q of source %q is not configured (removed from the configuration?); add it back and retry the dead item", o.dest, o.source)
-		err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, stmt.deadUnclaimed, o.source, o.event, o.dest, msg); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, finishWaitingJobSQL, o.id)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("dead-set an orphaned event: %w", err)
-		}
-		w.Logger.Error("event dead: its destination is not configured", "source", o.source, "destination", o.dest, "event_id", o.event)
-	}
-	return nil
 }
 
 // sweepCursor is a position in (queued_at, source, event_id) order.
@@ -291,7 +254,7 @@ func (w *CleanupWorker) Work(ctx context.Context, _ *river.Job[CleanupArgs]) err
 	if err := w.tendLines(ctx); err != nil {
 		return err
 	}
-	if err := w.deadOrphans(ctx); err != nil {
+	if _, err := deleteBatches(ctx, w.Pool, stmt.pruneInstances, instanceRetention.Microseconds()); err != nil {
 		return err
 	}
 	if claims+deliveries+contentKeys+int64(requeued) > 0 {

@@ -210,11 +210,6 @@ func holder(job *river.Job[EventArgs]) string {
 	return "job:" + strconv.FormatInt(job.ID, 10) + ":attempt:" + strconv.Itoa(job.Attempt)
 }
 
-// unknownSourceGrace is how long a job whose source or destination this
-// worker does not know is left for a worker that does (a rolling deploy that
-// adds one) before it goes to the dead set.
-const unknownSourceGrace = 10 * time.Minute
-
 // completeTimeout bounds recording a completion after the destination
 // answered 2xx; it runs even when the job's context is done.
 const completeTimeout = 15 * time.Second
@@ -250,8 +245,8 @@ type run struct {
 // completed, in the dead set, or retried with backoff; nothing waits
 // without bound: a snooze happens only while the key is held by a live
 // lease, while the database is unreachable, while the destination's gate is
-// closed (paused, circuit open, rate or in-flight limit), or during
-// unknownSourceGrace.
+// closed (paused, circuit open, rate or in-flight limit), or while a live
+// instance configures a source or destination this one does not (unknown).
 //
 // An ordered event's worker may go on with the next event of its line
 // itself (chain.go) before it returns.
@@ -377,17 +372,30 @@ func (w *EventWorker) skipStale(ctx context.Context, r *run) error {
 const SkippedStale = "stale"
 
 // unknown handles a job whose source or destination this worker does not
-// know: left for a minute to a worker that does, then dead.
+// know (a job of the queue all workers share, written before destinations
+// had queues of their own): left to a worker that does while a live
+// instance configures it (for at most unknownSourceGrace), dead at once
+// when none does (after orphanGrace, as orphans.go decides for the other
+// queues).
 func (w *EventWorker) unknown(ctx context.Context, job *river.Job[EventArgs], src *Source) error {
 	what := fmt.Sprintf("source %q", job.Args.Source)
 	if src != nil {
 		what = fmt.Sprintf("destination %q of source %q", job.Args.Dest(), job.Args.Source)
 	}
-	if time.Since(job.CreatedAt) < unknownSourceGrace {
+	age := time.Since(job.CreatedAt)
+	elsewhere, err := configuredElsewhere(ctx, w.pool, QueueFor(job.Args.Source, job.Args.Dest()))
+	if err != nil {
+		w.log.Warn("could not read which instances configure "+what+"; snoozing", "event_id", job.Args.EventID, "error", err.Error())
+		return river.JobSnooze(10 * time.Second)
+	}
+	if age < orphanGrace || (elsewhere && age < unknownSourceGrace) {
 		w.log.Warn(what+" not configured on this worker; snoozing", "event_id", job.Args.EventID)
 		return river.JobSnooze(10 * time.Second)
 	}
-	return w.deadUnclaimed(ctx, job, fmt.Errorf("%s is not configured on this worker (removed from the configuration?); add it back and retry the dead item", what))
+	if elsewhere {
+		return w.deadUnclaimed(ctx, job, fmt.Errorf("%s is not configured on this worker, and no worker that configures it took the job within %s; deploy it to the workers and retry the dead item", what, unknownSourceGrace))
+	}
+	return w.deadUnclaimed(ctx, job, fmt.Errorf("%s is not configured on any running instance (removed from the configuration?); add it back and retry the dead item", what))
 }
 
 // gateClosed snoozes a job the destination's gate did not let through: no

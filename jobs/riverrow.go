@@ -368,14 +368,35 @@ var anyUnfinishedJobSQL = func() string {
 // worker ran it. A queue created paused stays so when a worker starts it.
 const ensureQueueSQL = `INSERT INTO river_queue (name, created_at, metadata, updated_at) VALUES ($1, now(), '{}', now()) ON CONFLICT (name) DO NOTHING`
 
+// orphanStates are the states of an event job that waits (pending: for
+// its place in an ordering line).
+var orphanStates = []string{"available", "pending", "retryable", "scheduled"}
+
+// waitingQueuesSQL lists the queues that have a job in a waiting state
+// (orphanStates), by skipping through River's fetch index (state, queue,
+// ...) one queue at a time: a probe per queue, however many jobs wait.
+var waitingQueuesSQL = func() string {
+	ctes := make([]string, len(orphanStates))
+	selects := make([]string, len(orphanStates))
+	for i, st := range orphanStates {
+		q := "q" + strconv.Itoa(i)
+		ctes[i] = q + `(queue) AS (SELECT min(queue) FROM river_job WHERE state = '` + st + `'
+		UNION ALL SELECT (SELECT min(j.queue) FROM river_job j WHERE j.state = '` + st + `' AND j.queue > ` + q + `.queue) FROM ` + q + ` WHERE ` + q + `.queue IS NOT NULL)`
+		selects[i] = `SELECT queue FROM ` + q + ` WHERE queue IS NOT NULL`
+	}
+	return `WITH RECURSIVE ` + strings.Join(ctes, ",\n\t") + "\n" + strings.Join(selects, " UNION ")
+}()
+
 // orphanJobsSQL lists up to 1,000 waiting event jobs (pending ones of an
-// ordering line too) in queues no worker
-// here runs ($1: the queues that are run), created more than $2 µs ago: the
-// jobs of a source or destination removed from the configuration.
-var orphanJobsSQL = `SELECT id, args->>'source', args->>'event_id', COALESCE(args->>'destination', '` + DefaultDestination + `')
+// ordering line too) of the queues $1 created more than $3 µs ago, or,
+// for the queues also in $2, more than $4 µs ago: the jobs of a source or
+// destination that no running instance configures ($1) or runs ($2); and
+// whether the job's queue is in $2.
+var orphanJobsSQL = `SELECT id, args->>'source', args->>'event_id', COALESCE(args->>'destination', '` + DefaultDestination + `'),
+		COALESCE(queue = ANY($2::text[]), false)
 	FROM river_job
-	WHERE kind = '` + EventArgs{}.Kind() + `' AND state IN ('available', 'pending', 'retryable', 'scheduled')
-		AND queue <> ALL($1::text[]) AND created_at < now() - $2::bigint * interval '1 microsecond'
+	WHERE state IN ('` + strings.Join(orphanStates, "', '") + `') AND queue = ANY($1::text[]) AND kind = '` + EventArgs{}.Kind() + `'
+		AND created_at < now() - CASE WHEN queue = ANY($2::text[]) THEN $4::bigint ELSE $3::bigint END * interval '1 microsecond'
 	ORDER BY id LIMIT 1000`
 
 // finishWaitingJobSQL completes a job that is waiting (not running): its

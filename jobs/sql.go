@@ -247,7 +247,13 @@ var stmt = struct {
 	deadDuplicate string
 
 	// Clean-up.
-	pruneDeliveries, pruneContentKeys, pruneAttempts, pruneLines string
+	pruneDeliveries, pruneContentKeys, pruneAttempts, pruneLines, pruneInstances string
+
+	// Instances (orphans.go): an instance's record written ($1 id, $2 the
+	// queues it configures, $3 those its workers run) and removed ($1);
+	// the queues the live instances (renewed within $1 µs) configure and
+	// run.
+	seeInstance, leaveInstance, liveQueues string
 
 	// Dead set.
 	deadItemColumns, getDeadItem, deleteDeadItem, lockDeadItem, requeueDeadItem, restartBudget string
@@ -303,6 +309,16 @@ var stmt = struct {
 			WHERE done_seq = last_seq AND updated_at < now() - $1::bigint * interval '1 microsecond' LIMIT 1000) c
 		WHERE k.source = c.source AND k.destination = c.destination AND k.key = c.key
 		  AND k.done_seq = k.last_seq AND k.updated_at < now() - $1::bigint * interval '1 microsecond'`,
+	// The records of instances not renewed for $1 µs.
+	pruneInstances: `DELETE FROM hookline_instances WHERE seen_at < now() - $1::bigint * interval '1 microsecond'`,
+	seeInstance: `INSERT INTO hookline_instances (id, configures, runs, seen_at) VALUES ($1, $2, $3, now())
+		ON CONFLICT (id) DO UPDATE SET configures = excluded.configures, runs = excluded.runs, seen_at = excluded.seen_at`,
+	leaveInstance: `DELETE FROM hookline_instances WHERE id = $1`,
+	liveQueues: `SELECT
+			COALESCE((SELECT array_agg(DISTINCT q) FROM hookline_instances i, unnest(i.configures) q
+				WHERE i.seen_at > now() - $1::bigint * interval '1 microsecond'), '{}'),
+			COALESCE((SELECT array_agg(DISTINCT q) FROM hookline_instances i, unnest(i.runs) q
+				WHERE i.seen_at > now() - $1::bigint * interval '1 microsecond'), '{}')`,
 	pruneContentKeys: `DELETE FROM hookline_content_keys WHERE (source, content_key) IN (
 			SELECT source, content_key FROM hookline_content_keys WHERE expires_at < now() LIMIT 1000)`,
 	pruneAttempts: `DELETE FROM hookline_attempts WHERE id IN (

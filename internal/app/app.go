@@ -18,7 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,6 +83,8 @@ type App struct {
 	Log      *slog.Logger
 
 	opts       Options
+	queues     []string          // the event queues of the configured destinations
+	instance   *jobs.Instance    // this instance's record, while it runs
 	reconciler *reconcile.Runner // nil: no source reconciles
 	admin      *echo.Echo        // separate admin router when admin_listen is set
 	stopUI     context.CancelFunc
@@ -203,6 +207,7 @@ func (a *App) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.queues = jobs.EventQueues(jobSources)
 	cfg, opts := a.Config, a.opts
 	metricsOnAdmin := cfg.MetricsOnAdmin && cfg.AdminListen != ""
 	a.tracing, err = tracing.New(tracing.Config{Endpoint: cfg.Tracing.OTLPEndpoint, SampleRatio: *cfg.Tracing.SampleRatio, ServiceName: cfg.Tracing.ServiceName})
@@ -451,14 +456,33 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 		a.addrs = append(a.addrs, nl.Addr())
 		a.mu.Unlock()
 	}
+	closeAll := func() {
+		for _, nl := range nls {
+			nl.Close()
+		}
+	}
+	// Recorded before any event is accepted: other instances then know
+	// that this one configures its sources' queues (jobs/orphans.go).
+	var runs []string
+	if a.opts.Role != RoleIngest {
+		runs = a.queues
+	}
+	instance, err := jobs.StartInstance(ctx, a.Pool, a.River.ID(), a.queues, runs, a.Log)
+	if err != nil {
+		closeAll()
+		if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UndefinedTable {
+			return fmt.Errorf("%w: %v", errNotMigrated, err)
+		}
+		return err
+	}
+	a.instance = instance
 	if a.opts.Role != RoleIngest {
 		// River's work contexts derive from Start's context: cancelling it
 		// would cancel running jobs. Shutdown stops River explicitly instead
 		// (soft stop first, so running jobs finish).
 		if err := a.River.Start(context.WithoutCancel(ctx)); err != nil {
-			for _, nl := range nls {
-				nl.Close()
-			}
+			closeAll()
+			a.instance.Stop(context.WithoutCancel(ctx))
 			return fmt.Errorf("start workers: %w", err)
 		}
 	}
@@ -522,6 +546,9 @@ func (a *App) shutdown() {
 	if a.reconciler != nil {
 		a.reconciler.Wait() // Run's context is done: periodic runs stop
 	}
+	// Nothing is accepted or run here any more: the events of queues only
+	// this instance configured are orphans from now on.
+	a.instance.Stop(ctx)
 	a.stopUI()
 	closed := make(chan struct{})
 	go func() { a.Pool.Close(); close(closed) }()

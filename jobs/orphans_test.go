@@ -1,0 +1,103 @@
+package jobs_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookline/hookline/ingest"
+	"github.com/hookline/hookline/internal/pgtest"
+	"github.com/hookline/hookline/jobs"
+	"github.com/hookline/hookline/providers"
+	"github.com/hookline/hookline/providers/stripe"
+)
+
+// An event waiting in a queue that no live instance configures goes to the
+// dead set within seconds, not minutes; one whose queue a live instance
+// runs never does, whatever the sweeping instance configures; one whose
+// queue a live instance configures but none runs is given a rolling
+// deploy's ten minutes; an instance whose record was not renewed for a
+// minute no longer counts, and one that stopped removed its record.
+func TestOrphanedEventsGoDead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	client, err := jobs.NewClient(jobs.ClientConfig{Pool: pool, InsertOnly: true, Logger: quiet()})
+	require.NoError(t, err)
+	prov, err := stripe.New(providers.Config{Secrets: []string{secret}})
+	require.NoError(t, err)
+	names := []string{"gone", "fresh", "elsewhere", "unrun", "unrun_old", "stale", "stopped", "mine"}
+	var sources []*ingest.Source
+	for _, n := range names {
+		sources = append(sources, &ingest.Source{Name: n, Provider: prov})
+	}
+	srv, err := ingest.New(ingest.Config{Pool: pool, River: client, IngestRoutes: true, Batch: true, Logger: quiet(), Sources: sources})
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	for _, n := range names {
+		b := &bundle{pool: pool, client: client, ingest: hs.URL + "/webhooks/" + n}
+		require.Equal(t, "accepted", b.send(t, "evt_"+n))
+	}
+	queue := func(source string) string { return jobs.QueueFor(source, jobs.DefaultDestination) }
+
+	// Every event but "fresh"'s was accepted a minute ago (past the grace
+	// of a queue nobody configures); unrun_old's eleven minutes ago.
+	_, err = pool.Exec(ctx, `UPDATE river_job SET created_at = now() - interval '1 minute' WHERE args->>'source' <> 'fresh'`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `UPDATE river_job SET created_at = now() - interval '11 minutes' WHERE args->>'source' = 'unrun_old'`)
+	require.NoError(t, err)
+
+	// Another live instance runs "elsewhere"; an ingest instance
+	// configures "unrun" and "unrun_old" without running them; a record
+	// not renewed for two minutes ran "stale"; an instance that stopped
+	// ran "stopped".
+	other, err := jobs.StartInstance(ctx, pool, "other", []string{queue("elsewhere")}, []string{queue("elsewhere")}, quiet())
+	require.NoError(t, err)
+	defer other.Stop(ctx)
+	ingestOnly, err := jobs.StartInstance(ctx, pool, "ingest-only", []string{queue("unrun"), queue("unrun_old")}, nil, quiet())
+	require.NoError(t, err)
+	defer ingestOnly.Stop(ctx)
+	_, err = pool.Exec(ctx, `INSERT INTO hookline_instances (id, configures, runs, seen_at) VALUES ('dead-one', $1, $1, now() - interval '2 minutes')`,
+		[]string{queue("stale")})
+	require.NoError(t, err)
+	stopped, err := jobs.StartInstance(ctx, pool, "stopped", []string{queue("stopped")}, []string{queue("stopped")}, quiet())
+	require.NoError(t, err)
+	stopped.Stop(ctx)
+
+	w := &jobs.OrphanWorker{Pool: pool, Queues: []string{queue("mine")}, Logger: quiet()}
+	require.NoError(t, w.Work(ctx, &river.Job[jobs.OrphanArgs]{}))
+
+	want := map[string]string{"gone": "dead", "fresh": "queued", "elsewhere": "queued", "unrun": "queued", "unrun_old": "dead",
+		"stale": "dead", "stopped": "dead", "mine": "queued"}
+	for _, n := range names {
+		var state, lastErr string
+		var deadItems, waitingJobs int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT r.state, COALESCE(r.last_error, ''),
+				(SELECT count(*) FROM hookline_dead d WHERE d.source = r.source AND d.event_id = r.event_id AND d.reason = 'failed'),
+				(SELECT count(*) FROM river_job j WHERE j.args->>'source' = r.source AND j.state IN ('available', 'pending', 'retryable', 'scheduled'))
+			FROM hookline_event_destinations r WHERE r.source = $1`, n).Scan(&state, &lastErr, &deadItems, &waitingJobs))
+		require.Equal(t, want[n], state, "source %s", n)
+		if want[n] == "dead" {
+			require.Equal(t, 1, deadItems, "source %s: one dead item", n)
+			require.Zero(t, waitingJobs, "source %s: its job is finished", n)
+			wantErr := "not configured on any running instance"
+			if n == "unrun_old" {
+				wantErr = "no worker configures it"
+			}
+			require.Contains(t, lastErr, wantErr, "source %s", n)
+		} else {
+			require.Zero(t, deadItems, "source %s", n)
+			require.Equal(t, 1, waitingJobs, "source %s: its job still waits", n)
+		}
+	}
+
+	// The sweep is idempotent: a second one changes nothing.
+	require.NoError(t, w.Work(ctx, &river.Job[jobs.OrphanArgs]{}))
+	var dead int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM hookline_dead`).Scan(&dead))
+	require.Equal(t, 4, dead)
+}

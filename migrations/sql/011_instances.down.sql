@@ -1,0 +1,1 @@
+DROP TABLE hookline_instances;
