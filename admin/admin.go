@@ -148,7 +148,7 @@ func Mount(e *echo.Echo, cfg Config) error {
 		}
 	}
 	g := e.Group("/admin")
-	g.Use(jsonErrors, bearerAuth(cfg.Token))
+	g.Use(noStore, jsonErrors, bearerAuth(cfg.Token))
 	a.routes(e, g)
 	if ui != nil {
 		mountRiverUI(g, ui)

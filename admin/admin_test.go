@@ -481,6 +481,37 @@ func mustRaw(t testing.TB, b *adminBundle, path, field string) json.RawMessage {
 	return m[field]
 }
 
+// The JSON API's answers (payloads, headers, errors) are never cached:
+// Cache-Control: no-store on every route, answered or refused.
+func TestAdminAnswersAreNotCached(t *testing.T) {
+	t.Parallel()
+	b := adminSetup(t, adminOpts{})
+	insertDeadEvents(t, b.pool, "s", 1)
+	id := b.deadIDs(t, "true")[0]
+	for _, r := range []struct {
+		path, auth string
+		status     int
+	}{
+		{"/admin/dead/" + id, "Bearer " + adminToken, http.StatusOK},
+		{"/admin/dead", "Bearer " + adminToken, http.StatusOK},
+		{"/admin/events/s/evt_1", "Bearer " + adminToken, http.StatusOK},
+		{"/admin/events?source=s", "Bearer " + adminToken, http.StatusOK},
+		{"/admin/destinations", "Bearer " + adminToken, http.StatusOK},
+		{"/admin/dead/" + id, "Bearer wrong", http.StatusUnauthorized},
+		{"/admin/nope", "Bearer " + adminToken, http.StatusNotFound},
+	} {
+		req, err := http.NewRequest(http.MethodGet, b.url+r.path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", r.auth)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, r.status, resp.StatusCode, r.path)
+		require.Equal(t, "no-store", resp.Header.Get("Cache-Control"), "%s (%s)", r.path, r.auth)
+	}
+}
+
 func TestAdminShowAndDelete(t *testing.T) {
 	t.Parallel()
 	b := adminSetup(t, adminOpts{})

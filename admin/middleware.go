@@ -59,3 +59,15 @@ func jsonErrors(next echo.HandlerFunc) echo.HandlerFunc {
 		return err
 	}
 }
+
+// noStore marks every answer of the JSON API Cache-Control: no-store: they
+// carry payloads, headers and errors that no browser or proxy should keep.
+// River UI's own assets (under riverUIPrefix) keep their caching.
+func noStore(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if p := c.Request().URL.Path; p != riverUIPrefix && !strings.HasPrefix(p, riverUIPrefix+"/") {
+			c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+		}
+		return next(c)
+	}
+}
