@@ -46,7 +46,10 @@ func loadViews() *views {
 		v.assets[path.Base(f)] = Prefix + "/static/" + path.Base(f) + "?v=" + hex.EncodeToString(sum[:6])
 	}
 	funcs := template.FuncMap{"asset": func(name string) string { return v.assets[name] }, "when": when, "whenPtr": whenPtr,
-		"ago": ago, "pathEsc": url.PathEscape, "short": short, "eventURL": eventURL, "deadURL": deadURL, "add": func(a, b int) int { return a + b }}
+		"ago": ago, "pathEsc": url.PathEscape, "short": short, "eventURL": eventURL, "deadURL": deadURL, "add": func(a, b int) int { return a + b },
+		"deadActions": func(id int64, reason, csrf, retryBack, deleteBack string) deadActions {
+			return deadActions{ID: id, Reason: reason, CSRF: csrf, RetryBack: retryBack, DeleteBack: deleteBack}
+		}}
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	pages, _ := fs.Glob(templateFS, "templates/*.html")
 	for _, p := range pages {
@@ -57,6 +60,13 @@ func loadViews() *views {
 		v.pages[strings.TrimSuffix(name, ".html")] = template.Must(template.Must(layout.Clone()).ParseFS(templateFS, p))
 	}
 	return v
+}
+
+// deadActions is what the "deadActions" template draws: a dead item's
+// retry and delete buttons, and the page each returns to.
+type deadActions struct {
+	ID                                  int64
+	Reason, CSRF, RetryBack, DeleteBack string
 }
 
 // page is what every page's template gets.
