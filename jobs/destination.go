@@ -159,7 +159,10 @@ func retryAfter(v string, now time.Time) time.Duration {
 		if n <= 0 {
 			return 0
 		}
-		return min(time.Duration(n)*time.Second, maxRetryAfter)
+		if n >= int64(maxRetryAfter/time.Second) { // also before n seconds overflow a Duration
+			return maxRetryAfter
+		}
+		return time.Duration(n) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
 		return min(t.Sub(now), maxRetryAfter)

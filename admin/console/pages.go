@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -421,7 +422,9 @@ func parseWhen(name, v string, now time.Time) (time.Time, error) {
 		v = strings.TrimSpace(v[:len(v)-4])
 	}
 	if days, ok := strings.CutSuffix(v, "d"); ok {
-		if n, err := strconv.ParseFloat(days, 64); err == nil && n >= 0 {
+		// At most the longest Duration (about 292 years): a float beyond
+		// it has no defined conversion.
+		if n, err := strconv.ParseFloat(days, 64); err == nil && n >= 0 && n*24*float64(time.Hour) < math.MaxInt64 {
 			return now.Add(-time.Duration(n * 24 * float64(time.Hour))), nil
 		}
 	}
