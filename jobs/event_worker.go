@@ -373,26 +373,24 @@ const SkippedStale = "stale"
 
 // unknown handles a job whose source or destination this worker does not
 // know (a job of the queue all workers share, written before destinations
-// had queues of their own): left to a worker that does while a live
-// instance configures it (for at most unknownSourceGrace), dead at once
-// when none does (after orphanGrace, as orphans.go decides for the other
-// queues).
+// had queues of their own): left to a worker that does while another
+// instance keeps its destination's queue (orphans.go), dead otherwise.
 func (w *EventWorker) unknown(ctx context.Context, job *river.Job[EventArgs], src *Source) error {
 	what := fmt.Sprintf("source %q", job.Args.Source)
 	if src != nil {
 		what = fmt.Sprintf("destination %q of source %q", job.Args.Dest(), job.Args.Source)
 	}
 	age := time.Since(job.CreatedAt)
-	elsewhere, err := configuredElsewhere(ctx, w.pool, QueueFor(job.Args.Source, job.Args.Dest()))
+	k, err := keptElsewhere(ctx, w.pool, QueueFor(job.Args.Source, job.Args.Dest()))
 	if err != nil {
 		w.log.Warn("could not read which instances configure "+what+"; snoozing", "event_id", job.Args.EventID, "error", err.Error())
 		return river.JobSnooze(10 * time.Second)
 	}
-	if age < orphanGrace || (elsewhere && age < unknownSourceGrace) {
+	if age < orphanGrace || k.runs || k.protects || (k.configures && age < unknownSourceGrace) {
 		w.log.Warn(what+" not configured on this worker; snoozing", "event_id", job.Args.EventID)
 		return river.JobSnooze(10 * time.Second)
 	}
-	if elsewhere {
+	if k.configures {
 		return w.deadUnclaimed(ctx, job, fmt.Errorf("%s is not configured on this worker, and no worker that configures it took the job within %s; deploy it to the workers and retry the dead item", what, unknownSourceGrace))
 	}
 	return w.deadUnclaimed(ctx, job, fmt.Errorf("%s is not configured on any running instance (removed from the configuration?); add it back and retry the dead item", what))

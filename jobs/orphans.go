@@ -16,37 +16,50 @@ import (
 // Which events no instance will ever process. Every running instance keeps
 // a record in hookline_instances, renewed every instanceHeartbeat: the
 // event queues (one per source and destination, QueueFor) it configures,
-// and those its workers run. A waiting event job in a queue that no live
-// instance configures belongs to a source or destination removed from the
-// configuration: after orphanGrace it goes to the dead set (reason
-// failed), so that nothing waits without bound. A queue some live instance
-// configures but none runs (an ingest instance deployed before the workers
-// that learn its new source) is given unknownSourceGrace, the length of a
-// rolling deploy. A queue a live instance runs is never orphaned, whatever
-// the instance sweeping configures: instances may serve different sources.
+// and those its workers run; it marks the record stopped when it stops. A
+// waiting event job belongs to a source or destination removed from the
+// configuration when no record keeps its queue:
+//
+//   - a live record (renewed within instanceLive) that runs the queue keeps
+//     it for as long as it lives, whatever the sweeping instance
+//     configures: instances may serve different sources;
+//   - a live record that only configures it (an ingest instance deployed
+//     before the workers that learn its new source) keeps a job for
+//     unknownSourceGrace after the job was queued, a rolling deploy;
+//   - a record stopped cleanly keeps its queues for orphanGrace after its
+//     stop; one that stopped renewing without stopping (killed, or cut off
+//     from Postgres) keeps them for killedGrace after its last renewal,
+//     time for it to be restarted.
+//
+// Jobs no record keeps go to the dead set (reason failed) once queued for
+// orphanGrace: nothing waits without bound.
 
 // instanceHeartbeat is how often an instance renews its record.
 const instanceHeartbeat = 10 * time.Second
 
-// instanceLive is how recently a live instance's record was renewed. An
-// instance stopped cleanly removes its record; a killed one's stops
-// counting this long after its last renewal.
+// instanceLive is how recently a live instance's record was renewed.
 const instanceLive = 60 * time.Second
 
-// orphanGrace is how long a job of a queue no live instance configures is
-// left before its event goes to the dead set.
+// orphanGrace is how long a job of a queue no record keeps is left before
+// its event goes to the dead set, and how long a cleanly stopped
+// instance's record keeps its queues.
 const orphanGrace = 10 * time.Second
 
-// unknownSourceGrace is how long a job whose source or destination a live
-// instance configures but no worker runs is left for a worker that will (a
-// rolling deploy that adds one) before it goes to the dead set.
+// killedGrace is how long the record of an instance that stopped renewing
+// it without stopping keeps its queues after its last renewal.
+const killedGrace = 10 * time.Minute
+
+// unknownSourceGrace is how long a job whose queue a live instance
+// configures but none runs is left for a worker that will (a rolling
+// deploy that adds a source or destination) before it goes to the dead
+// set.
 const unknownSourceGrace = 10 * time.Minute
 
 // orphanSweep is how often the elected leader looks for orphaned jobs.
 const orphanSweep = 10 * time.Second
 
-// instanceRetention is how long the record of an instance that stopped
-// renewing it is kept (for an operator's look), then pruned by the
+// instanceRetention is how long an instance's record is kept after it
+// stopped or was last renewed (for an operator's look), then pruned by the
 // clean-up.
 const instanceRetention = 24 * time.Hour
 
@@ -123,13 +136,13 @@ func (in *Instance) heartbeat(ctx context.Context) {
 	}
 }
 
-// Stop stops renewing the record and removes it: the events of the queues
-// only this instance configured become orphans at once.
+// Stop stops renewing the record and marks it stopped: the events of the
+// queues only this instance configured become orphans orphanGrace later.
 func (in *Instance) Stop(ctx context.Context) {
 	in.stop()
 	in.done.Wait()
 	if _, err := in.pool.Exec(ctx, stmt.leaveInstance, in.id); err != nil {
-		in.log.Warn("could not remove this instance's record; it stops counting a minute after its last renewal", "error", err.Error())
+		in.log.Warn("could not mark this instance's record stopped; its queues stay its own for ten minutes after its last renewal", "error", err.Error())
 	}
 }
 
@@ -161,18 +174,17 @@ func (w *OrphanWorker) Timeout(*river.Job[OrphanArgs]) time.Duration { return 3 
 
 // Work implements river.Worker.
 func (w *OrphanWorker) Work(ctx context.Context, _ *river.Job[OrphanArgs]) error {
-	unconfigured, unrun, err := orphanQueues(ctx, w.Pool, w.Queues)
-	if err != nil || len(unconfigured)+len(unrun) == 0 {
+	unkept, configured, err := orphanQueues(ctx, w.Pool, w.Queues)
+	if err != nil || len(unkept) == 0 {
 		return err
 	}
-	rows, err := w.Pool.Query(ctx, orphanJobsSQL, append(unconfigured, unrun...), unrun,
-		orphanGrace.Microseconds(), unknownSourceGrace.Microseconds())
+	rows, err := w.Pool.Query(ctx, orphanJobsSQL, unkept, configured, orphanGrace.Microseconds(), unknownSourceGrace.Microseconds())
 	if err != nil {
 		return err
 	}
 	var orphans []orphan
 	var o orphan
-	if _, err := pgx.ForEachRow(rows, []any{&o.id, &o.source, &o.event, &o.dest, &o.unrun}, func() error { orphans = append(orphans, o); return nil }); err != nil {
+	if _, err := pgx.ForEachRow(rows, []any{&o.id, &o.source, &o.event, &o.dest, &o.configured}, func() error { orphans = append(orphans, o); return nil }); err != nil {
 		return err
 	}
 	for _, o := range orphans {
@@ -184,10 +196,11 @@ func (w *OrphanWorker) Work(ctx context.Context, _ *river.Job[OrphanArgs]) error
 	return nil
 }
 
-// orphanQueues are the queues with waiting jobs that no live instance
-// configures (unconfigured) and those that live instances configure but
-// none runs (unrun); run are the queues this instance runs.
-func orphanQueues(ctx context.Context, pool *pgxpool.Pool, run []string) (unconfigured, unrun []string, err error) {
+// orphanQueues are the queues with waiting jobs that no record keeps
+// (unkept), and of those the ones a live instance configures without
+// running them (configured: their jobs get unknownSourceGrace); run are
+// the queues this instance runs.
+func orphanQueues(ctx context.Context, pool *pgxpool.Pool, run []string) (unkept, configured []string, err error) {
 	rows, err := pool.Query(ctx, waitingQueuesSQL)
 	if err != nil {
 		return nil, nil, err
@@ -200,33 +213,74 @@ func orphanQueues(ctx context.Context, pool *pgxpool.Pool, run []string) (unconf
 	if len(waiting) == 0 {
 		return nil, nil, nil
 	}
-	var configured, running []string
-	if err := pool.QueryRow(ctx, stmt.liveQueues, instanceLive.Microseconds()).Scan(&configured, &running); err != nil {
+	records, err := readInstances(ctx, pool)
+	if err != nil {
 		return nil, nil, err
 	}
+	unkept, configured = []string{}, []string{}
 	for _, q := range waiting {
-		switch {
-		case slices.Contains(running, q):
-		case slices.Contains(configured, q):
-			unrun = append(unrun, q)
+		switch k := keeperOf(records, q); {
+		case k.runs || k.protects:
+		case k.configures:
+			unkept, configured = append(unkept, q), append(configured, q)
 		default:
-			unconfigured = append(unconfigured, q)
+			unkept = append(unkept, q)
 		}
 	}
-	return unconfigured, unrun, nil
+	return unkept, configured, nil
+}
+
+// instanceRecord is an instance's record as the sweep reads it: its queues,
+// whether it is live, and, if not, whether its queues are still its own.
+type instanceRecord struct {
+	configures, runs []string
+	live, protects   bool
+}
+
+// readInstances reads every instance's record.
+func readInstances(ctx context.Context, pool *pgxpool.Pool) ([]instanceRecord, error) {
+	rows, err := pool.Query(ctx, stmt.instances, instanceLive.Microseconds(), orphanGrace.Microseconds(), killedGrace.Microseconds())
+	if err != nil {
+		return nil, err
+	}
+	var out []instanceRecord
+	var r instanceRecord
+	_, err = pgx.ForEachRow(rows, []any{&r.configures, &r.runs, &r.live, &r.protects}, func() error { out = append(out, r); return nil })
+	return out, err
+}
+
+// keeper is what the records say of one queue: a live record runs it, a
+// live record configures it, a record no longer live still keeps it.
+type keeper struct{ runs, configures, protects bool }
+
+// keeperOf is what records say of queue q.
+func keeperOf(records []instanceRecord, q string) keeper {
+	var k keeper
+	for _, r := range records {
+		mine := slices.Contains(r.configures, q) || slices.Contains(r.runs, q)
+		switch {
+		case !mine:
+		case r.live:
+			k.runs = k.runs || slices.Contains(r.runs, q)
+			k.configures = true
+		case r.protects:
+			k.protects = true
+		}
+	}
+	return k
 }
 
 // orphan is a waiting job no instance will run, and its event.
 type orphan struct {
 	id                  int64
 	source, event, dest string
-	unrun               bool // a live instance configures its queue, but none runs it
+	configured          bool // a live instance configures its queue, but none runs it
 }
 
 // dead moves the orphan's event to the dead set and finishes its job.
 func (o orphan) dead(ctx context.Context, pool *pgxpool.Pool) error {
 	msg := fmt.Sprintf("destination %q of source %q is not configured on any running instance (removed from the configuration?); add it back and retry the dead item", o.dest, o.source)
-	if o.unrun {
+	if o.configured {
 		msg = fmt.Sprintf("destination %q of source %q is configured on a running instance, but no worker configures it (not deployed to the workers for %s); deploy it to the workers and retry the dead item", o.dest, o.source, unknownSourceGrace)
 	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -238,11 +292,13 @@ func (o orphan) dead(ctx context.Context, pool *pgxpool.Pool) error {
 	})
 }
 
-// configuredElsewhere tells whether a live instance configures queue.
-func configuredElsewhere(ctx context.Context, pool *pgxpool.Pool, queue string) (bool, error) {
-	var configured, running []string
-	if err := pool.QueryRow(ctx, stmt.liveQueues, instanceLive.Microseconds()).Scan(&configured, &running); err != nil {
-		return false, err
+// keptElsewhere tells whether another instance keeps queue (for how long
+// a live instance that only configures it does: unknownSourceGrace after
+// the job was queued).
+func keptElsewhere(ctx context.Context, pool *pgxpool.Pool, queue string) (keeper, error) {
+	records, err := readInstances(ctx, pool)
+	if err != nil {
+		return keeper{}, err
 	}
-	return slices.Contains(configured, queue), nil
+	return keeperOf(records, queue), nil
 }

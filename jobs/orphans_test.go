@@ -15,12 +15,12 @@ import (
 	"github.com/hookline/hookline/providers/stripe"
 )
 
-// An event waiting in a queue that no live instance configures goes to the
-// dead set within seconds, not minutes; one whose queue a live instance
-// runs never does, whatever the sweeping instance configures; one whose
-// queue a live instance configures but none runs is given a rolling
-// deploy's ten minutes; an instance whose record was not renewed for a
-// minute no longer counts, and one that stopped removed its record.
+// An event waiting in a queue that no instance keeps goes to the dead set
+// within seconds, not minutes; one whose queue a live instance runs never
+// does, whatever the sweeping instance configures; one whose queue a live
+// instance configures but none runs is given a rolling deploy's ten
+// minutes; a killed instance's record keeps its queues for ten minutes
+// after its last renewal, a cleanly stopped one's for seconds.
 func TestOrphanedEventsGoDead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -29,7 +29,7 @@ func TestOrphanedEventsGoDead(t *testing.T) {
 	require.NoError(t, err)
 	prov, err := stripe.New(providers.Config{Secrets: []string{secret}})
 	require.NoError(t, err)
-	names := []string{"gone", "fresh", "elsewhere", "unrun", "unrun_old", "stale", "stopped", "mine"}
+	names := []string{"gone", "fresh", "elsewhere", "unrun", "unrun_old", "killed", "killed_long_ago", "stopped", "just_stopped", "mine"}
 	var sources []*ingest.Source
 	for _, n := range names {
 		sources = append(sources, &ingest.Source{Name: n, Provider: prov})
@@ -52,27 +52,34 @@ func TestOrphanedEventsGoDead(t *testing.T) {
 	require.NoError(t, err)
 
 	// Another live instance runs "elsewhere"; an ingest instance
-	// configures "unrun" and "unrun_old" without running them; a record
-	// not renewed for two minutes ran "stale"; an instance that stopped
-	// ran "stopped".
+	// configures "unrun" and "unrun_old" without running them; records
+	// last renewed two and eleven minutes ago (killed instances) ran
+	// "killed" and "killed_long_ago"; instances that stopped a minute ago
+	// and just now ran "stopped" and "just_stopped".
 	other, err := jobs.StartInstance(ctx, pool, "other", []string{queue("elsewhere")}, []string{queue("elsewhere")}, quiet())
 	require.NoError(t, err)
 	defer other.Stop(ctx)
 	ingestOnly, err := jobs.StartInstance(ctx, pool, "ingest-only", []string{queue("unrun"), queue("unrun_old")}, nil, quiet())
 	require.NoError(t, err)
 	defer ingestOnly.Stop(ctx)
-	_, err = pool.Exec(ctx, `INSERT INTO hookline_instances (id, configures, runs, seen_at) VALUES ('dead-one', $1, $1, now() - interval '2 minutes')`,
-		[]string{queue("stale")})
+	for id, ago := range map[string]string{"killed": "2 minutes", "killed_long_ago": "11 minutes"} {
+		_, err = pool.Exec(ctx, `INSERT INTO hookline_instances (id, configures, runs, seen_at) VALUES ($1, $2, $2, now() - $3::interval)`,
+			id, []string{queue(id)}, ago)
+		require.NoError(t, err)
+	}
+	for _, id := range []string{"stopped", "just_stopped"} {
+		in, err := jobs.StartInstance(ctx, pool, id, []string{queue(id)}, []string{queue(id)}, quiet())
+		require.NoError(t, err)
+		in.Stop(ctx)
+	}
+	_, err = pool.Exec(ctx, `UPDATE hookline_instances SET stopped_at = now() - interval '1 minute' WHERE id = 'stopped'`)
 	require.NoError(t, err)
-	stopped, err := jobs.StartInstance(ctx, pool, "stopped", []string{queue("stopped")}, []string{queue("stopped")}, quiet())
-	require.NoError(t, err)
-	stopped.Stop(ctx)
 
 	w := &jobs.OrphanWorker{Pool: pool, Queues: []string{queue("mine")}, Logger: quiet()}
 	require.NoError(t, w.Work(ctx, &river.Job[jobs.OrphanArgs]{}))
 
 	want := map[string]string{"gone": "dead", "fresh": "queued", "elsewhere": "queued", "unrun": "queued", "unrun_old": "dead",
-		"stale": "dead", "stopped": "dead", "mine": "queued"}
+		"killed": "queued", "killed_long_ago": "dead", "stopped": "dead", "just_stopped": "queued", "mine": "queued"}
 	for _, n := range names {
 		var state, lastErr string
 		var deadItems, waitingJobs int

@@ -388,10 +388,10 @@ var waitingQueuesSQL = func() string {
 }()
 
 // orphanJobsSQL lists up to 1,000 waiting event jobs (pending ones of an
-// ordering line too) of the queues $1 created more than $3 µs ago, or,
-// for the queues also in $2, more than $4 µs ago: the jobs of a source or
-// destination that no running instance configures ($1) or runs ($2); and
-// whether the job's queue is in $2.
+// ordering line too) of the queues $1 queued more than $3 µs ago, or, for
+// the queues also in $2, more than $4 µs ago; and whether the job's queue
+// is in $2. The queues are those no instance keeps (orphans.go), $2 those
+// a live instance configures without running them.
 var orphanJobsSQL = `SELECT id, args->>'source', args->>'event_id', COALESCE(args->>'destination', '` + DefaultDestination + `'),
 		COALESCE(queue = ANY($2::text[]), false)
 	FROM river_job

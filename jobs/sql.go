@@ -250,10 +250,12 @@ var stmt = struct {
 	pruneDeliveries, pruneContentKeys, pruneAttempts, pruneLines, pruneInstances string
 
 	// Instances (orphans.go): an instance's record written ($1 id, $2 the
-	// queues it configures, $3 those its workers run) and removed ($1);
-	// the queues the live instances (renewed within $1 µs) configure and
-	// run.
-	seeInstance, leaveInstance, liveQueues string
+	// queues it configures, $3 those its workers run) and marked stopped
+	// ($1); every record, with whether it is live (renewed within $1 µs,
+	// not stopped) and, if not, whether its queues are still its own
+	// (stopped less than $2 µs ago, or killed: last renewed less than $3
+	// µs ago).
+	seeInstance, leaveInstance, instances string
 
 	// Dead set.
 	deadItemColumns, getDeadItem, deleteDeadItem, lockDeadItem, requeueDeadItem, restartBudget string
@@ -309,16 +311,16 @@ var stmt = struct {
 			WHERE done_seq = last_seq AND updated_at < now() - $1::bigint * interval '1 microsecond' LIMIT 1000) c
 		WHERE k.source = c.source AND k.destination = c.destination AND k.key = c.key
 		  AND k.done_seq = k.last_seq AND k.updated_at < now() - $1::bigint * interval '1 microsecond'`,
-	// The records of instances not renewed for $1 µs.
-	pruneInstances: `DELETE FROM hookline_instances WHERE seen_at < now() - $1::bigint * interval '1 microsecond'`,
+	// The records of instances not renewed, or stopped, $1 µs ago.
+	pruneInstances: `DELETE FROM hookline_instances WHERE greatest(seen_at, stopped_at) < now() - $1::bigint * interval '1 microsecond'`,
 	seeInstance: `INSERT INTO hookline_instances (id, configures, runs, seen_at) VALUES ($1, $2, $3, now())
-		ON CONFLICT (id) DO UPDATE SET configures = excluded.configures, runs = excluded.runs, seen_at = excluded.seen_at`,
-	leaveInstance: `DELETE FROM hookline_instances WHERE id = $1`,
-	liveQueues: `SELECT
-			COALESCE((SELECT array_agg(DISTINCT q) FROM hookline_instances i, unnest(i.configures) q
-				WHERE i.seen_at > now() - $1::bigint * interval '1 microsecond'), '{}'),
-			COALESCE((SELECT array_agg(DISTINCT q) FROM hookline_instances i, unnest(i.runs) q
-				WHERE i.seen_at > now() - $1::bigint * interval '1 microsecond'), '{}')`,
+		ON CONFLICT (id) DO UPDATE SET configures = excluded.configures, runs = excluded.runs, seen_at = excluded.seen_at, stopped_at = NULL`,
+	leaveInstance: `UPDATE hookline_instances SET stopped_at = now() WHERE id = $1`,
+	instances: `SELECT configures, runs,
+			stopped_at IS NULL AND seen_at > now() - $1::bigint * interval '1 microsecond' AS live,
+			CASE WHEN stopped_at IS NOT NULL THEN stopped_at > now() - $2::bigint * interval '1 microsecond'
+				ELSE seen_at > now() - $3::bigint * interval '1 microsecond' END AS protects
+		FROM hookline_instances`,
 	pruneContentKeys: `DELETE FROM hookline_content_keys WHERE (source, content_key) IN (
 			SELECT source, content_key FROM hookline_content_keys WHERE expires_at < now() LIMIT 1000)`,
 	pruneAttempts: `DELETE FROM hookline_attempts WHERE id IN (
