@@ -671,3 +671,44 @@ sources:
 	require.Equal(t, http.StatusBadRequest, a.Status, a.Body)
 	require.Contains(t, a.Body, "64")
 }
+
+// Instances serving different sources on one database leave each other's
+// events alone: an event of the source only instance A serves, accepted
+// an hour ago (as far as River knows) and waiting out its backoff, is not
+// dead-lettered by instance B's orphan sweeps, which see A's live record.
+// Once A stops cleanly and nobody configures the source any more, the event
+// goes dead within seconds.
+func TestInstancesWithDifferentSourcesKeepEachOthersEvents(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	onlyA := serveConfig("127.0.0.1:0", dbURL, "http://127.0.0.1:9/unreachable", "", "")
+	onlyA = strings.Replace(onlyA, "backoff: {min: 100ms, max: 1s}", "backoff: {min: 1h, max: 1h}", 1)
+	onlyB := strings.Replace(serveConfig("127.0.0.1:0", dbURL, "http://127.0.0.1:9/unreachable", "", ""), "  - name: s\n", "  - name: b\n", 1)
+	a := startApp(t, onlyA, app.Options{})
+	startApp(t, onlyB, app.Options{})
+	require.Equal(t, http.StatusOK, postEvent(testClient, a.url(0), "s", "evt_kept", stripeSecret).Status)
+
+	pool := connect(t, dbURL)
+	ctx := context.Background()
+	state := func() (st string, attempts int) {
+		_ = pool.QueryRow(ctx, `SELECT state, attempts FROM hookline_event_destinations WHERE source = 's' AND event_id = 'evt_kept'`).Scan(&st, &attempts)
+		return st, attempts
+	}
+	require.Eventually(t, func() bool { st, n := state(); return st == "queued" && n == 1 }, 30*time.Second, 50*time.Millisecond,
+		"the first attempt fails and the event waits out its backoff")
+	_, err := pool.Exec(ctx, `UPDATE river_job SET created_at = now() - interval '1 hour' WHERE args->>'event_id' = 'evt_kept'`)
+	require.NoError(t, err)
+
+	// Three orphan sweeps (every 10 s), run by either instance.
+	time.Sleep(35 * time.Second) // a bounded wait for sweeps that must not act; nothing to poll for
+	st, n := state()
+	require.Equal(t, "queued", st, "B's sweeps leave A's event alone")
+	require.Equal(t, 1, n)
+
+	a.stop(t)
+	require.Eventually(t, func() bool { st, _ := state(); return st == "dead" }, 45*time.Second, 100*time.Millisecond,
+		"once no instance configures the source, its event goes dead")
+	var lastErr string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT last_error FROM hookline_dead WHERE source = 's' AND event_id = 'evt_kept'`).Scan(&lastErr))
+	require.Contains(t, lastErr, "not configured on any running instance")
+}
