@@ -130,7 +130,7 @@ func (in *Instance) heartbeat(ctx context.Context) {
 		}
 		rctx, cancel := context.WithTimeout(ctx, instanceHeartbeat)
 		if err := in.renew(rctx); err != nil && ctx.Err() == nil {
-			in.log.Warn("could not renew this instance's record (its queues count as served for a minute after the last renewal)", "error", err.Error())
+			in.log.Warn("could not renew this instance's record (the other instances leave its queues alone for ten minutes after its last renewal)", "error", err.Error())
 		}
 		cancel()
 	}
