@@ -6,7 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookline/hookline/idem"
@@ -181,4 +183,77 @@ func outcomes(out []completed) []completion {
 		c[i] = o.completion
 	}
 	return c
+}
+
+// An attempt that never recorded its outcome (its worker was killed, or
+// its lease ran out) is logged as lost by the next attempt's start,
+// whichever statement starts it (the batch's, the job's own, or the long
+// way's), and only then: an attempt that logged its outcome is not logged
+// again.
+func TestLostAttemptsAreLogged(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := context.Background()
+	store, err := idem.NewStore(pool, &idem.Config{Table: ClaimsTable})
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `WITH d AS (INSERT INTO hookline_deliveries (source, content_type, body) VALUES ('s', 'application/json', '{}') RETURNING id),
+		e AS (INSERT INTO hookline_events (source, event_id, event_type, delivery_id) SELECT 's', 'evt_lost', 't', id FROM d)
+		INSERT INTO hookline_event_destinations (source, event_id, destination, delivery_id) SELECT 's', 'evt_lost', 'default', id FROM d`)
+	require.NoError(t, err)
+	opts := func(job int64) idem.Options {
+		return idem.Options{Namespace: Namespace, Scope: "s", Segment: "default:evt_lost", Holder: fmt.Sprint("job:", job),
+			Lease: time.Minute, DedupWindow: time.Hour}
+	}
+	expire := func() {
+		_, err := pool.Exec(ctx, `UPDATE hookline_claims SET expires_at = now() - interval '1 second'`)
+		require.NoError(t, err)
+	}
+	logged := func() []string {
+		rows, err := pool.Query(ctx, `SELECT n || ' ' || split_part(error, ':', 1) FROM hookline_attempts ORDER BY n, id`)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return out
+	}
+
+	// 1: the batch's statement; its worker dies.
+	rows, err := claimMany(ctx, pool, claimManyStartSQL(store.ClaimManySQL), []claimItem{{key: "hookline:s:default:evt_lost",
+		holder: "job:1", leaseUS: 60_000_000, source: "s", eventID: "evt_lost", dest: "default", jobID: 1}})
+	require.NoError(t, err)
+	require.Equal(t, 1, *rows[0].attempts)
+	require.Empty(t, logged(), "a first attempt logs nothing when it starts")
+	expire()
+
+	// 2: the job's own statement finds attempt 1 lost; attempt 2 fails and
+	// logs it.
+	st, err := store.ClaimStatement(opts(2))
+	require.NoError(t, err)
+	row := &startRow{}
+	require.NoError(t, pool.QueryRow(ctx, claimStartSQL(st.SQL, len(st.Args)), append(st.Args, "s", "evt_lost", "default", int64(2))...).
+		Scan(row.targets()...))
+	require.Equal(t, 2, *row.attempts)
+	require.Equal(t, []string{"1 lost"}, logged())
+	_, err = pool.Exec(ctx, stmt.markRetry, "s", "evt_lost", "default", "boom", 2, 500, 3, "failed: boom")
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `DELETE FROM hookline_claims`) // released
+	require.NoError(t, err)
+
+	// 3: the batch again; attempt 2 has its outcome, nothing more is
+	// logged. Then its lease runs out.
+	rows, err = claimMany(ctx, pool, claimManyStartSQL(store.ClaimManySQL), []claimItem{{key: "hookline:s:default:evt_lost",
+		holder: "job:3", leaseUS: 60_000_000, source: "s", eventID: "evt_lost", dest: "default", jobID: 3}})
+	require.NoError(t, err)
+	require.Equal(t, 3, *rows[0].attempts)
+	require.Equal(t, []string{"1 lost", "2 failed"}, logged())
+	expire()
+
+	// 4: the long way (claim, then start, in one transaction).
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := store.Claim(ctx, tx, opts(4)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, startSQL, "s", "evt_lost", "default", int64(4))
+		return err
+	}))
+	require.Equal(t, []string{"1 lost", "2 failed", "3 lost"}, logged())
 }

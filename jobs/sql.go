@@ -32,11 +32,27 @@ func startAttemptSQL(source, eventID, dest, job, from, returning string) string 
 		FROM hookline_deliveries d, hookline_events e` + from + `
 		WHERE r.source = ` + source + ` AND r.event_id = ` + eventID + ` AND r.destination = ` + dest + `
 			AND d.id = r.delivery_id AND e.source = r.source AND e.event_id = r.event_id
-		RETURNING ` + returning + ` r.attempts, r.job_attempts, e.event_type, r.delivery_id, d.content_type, d.headers, d.received_at,
+		RETURNING ` + returning + ` r.source AS lost_source, r.event_id AS lost_event_id, r.destination AS lost_destination,
+			r.attempts, r.job_attempts, e.event_type, r.delivery_id, d.content_type, d.headers, d.received_at,
 			hookline_item(d.body, r.item_offset, r.item_length) AS body, d.origin,
 			r.order_key, r.order_seq IS NOT NULL AS in_line, r.order_by::text AS order_by, r.order_by_kind,
 			` + staleSQL + ` AS stale, ` + eventTraceSQL + ` AS traceparent`
 }
+
+// lostAttemptSQL, a CTE after ev (a startAttemptSQL), logs the attempt
+// before the one ev started when that attempt has no outcome in the log:
+// its worker died (SIGKILL, a lost host), lost the database between
+// counting it and recording what the destination said, or outlived its
+// lease (whose new holder owns the outcome). Every other way an attempt
+// ends logs it in the statement that ends it, and this claim could only be
+// taken once the earlier attempt's lease had run out or been released, so
+// the earlier attempt will never log itself. Its row says "lost:", timed
+// when the next attempt found it missing. A first attempt looks nothing up.
+const lostAttemptSQL = `lost AS (INSERT INTO hookline_attempts (source, event_id, destination, n, error)
+		SELECT ev.lost_source, ev.lost_event_id, ev.lost_destination, ev.attempts - 1,
+			'lost: no outcome was recorded (its worker stopped, lost the database or let its lease run out during the attempt); found when attempt ' || ev.attempts || ' started'
+		FROM ev WHERE ev.attempts > 1 AND NOT EXISTS (SELECT 1 FROM hookline_attempts a
+			WHERE a.source = ev.lost_source AND a.event_id = ev.lost_event_id AND a.destination = ev.lost_destination AND a.n = ev.attempts - 1))`
 
 // eventTraceSQL is the traceparent an attempt of destination row r
 // continues: the event's trace, that of its first delivery (event e's; the
@@ -63,7 +79,8 @@ const staleSQL = `(r.order_seq IS NOT NULL AND r.order_by IS NOT NULL AND EXISTS
 // job id.
 func claimStartSQL(claimSQL string, n int) string {
 	return `WITH claim AS (` + claimSQL + `),
-	ev AS (` + startAttemptSQL(param(n, 1), param(n, 2), param(n, 3), param(n, 4), ", claim", "") + `)
+	ev AS (` + startAttemptSQL(param(n, 1), param(n, 2), param(n, 3), param(n, 4), ", claim", "") + `),
+	` + lostAttemptSQL + `
 	SELECT ` + startColumns + ` FROM claim LEFT JOIN ev ON true`
 }
 
@@ -100,14 +117,16 @@ func claimManyStart(claimMany func(input string) string, from string) string {
 	return `WITH q AS MATERIALIZED (
 		SELECT u.key, u.holder, u.lease_us, u.source, u.event_id, u.destination, u.job_id FROM ` + from + `),
 	claim AS (` + claimMany("SELECT key, holder, lease_us FROM q") + `),
-	ev AS (` + startAttemptSQL("q.source", "q.event_id", "q.destination", "q.job_id", ", q JOIN claim ON claim.key = q.key", "q.key,") + `)
+	ev AS (` + startAttemptSQL("q.source", "q.event_id", "q.destination", "q.job_id", ", q JOIN claim ON claim.key = q.key", "q.key,") + `),
+	` + lostAttemptSQL + `
 	SELECT claim.key, ` + startColumns + ` FROM claim LEFT JOIN ev ON ev.key = claim.key`
 }
 
 // startSQL is startAttemptSQL on its own, for a claim taken by an earlier
 // statement of the same transaction: source $1, event_id $2, destination
 // $3, job id $4.
-var startSQL = `WITH ev AS (` + startAttemptSQL("$1", "$2", "$3", "$4", "", "") + `)
+var startSQL = `WITH ev AS (` + startAttemptSQL("$1", "$2", "$3", "$4", "", "") + `),
+	` + lostAttemptSQL + `
 	SELECT attempts, job_attempts, event_type, delivery_id, content_type, headers, received_at, body, origin,
 		order_key, in_line, order_by, order_by_kind, stale, traceparent FROM ev`
 

@@ -635,7 +635,7 @@ func TestCrashOnFinalAttempt(t *testing.T) {
 		}
 	}))
 	t.Cleanup(dest.Close)
-	cfg := strings.Replace(serveConfig("ADDR", dbURL, dest.URL, "", ""), "max_attempts: 5", "max_attempts: 1", 1)
+	cfg := strings.Replace(serveConfig("ADDR", dbURL, dest.URL, "admin_token: "+hostileToken, ""), "max_attempts: 5", "max_attempts: 1", 1)
 	addr := freeAddr(t)
 	p := startServe(t, writeConfig(t, strings.Replace(cfg, "ADDR", addr, 1)), addr)
 	require.Equal(t, http.StatusOK, postEvent(testClient, p.BaseURL(), "s", "evt_last", stripeSecret).Status)
@@ -646,7 +646,7 @@ func TestCrashOnFinalAttempt(t *testing.T) {
 	}
 	p.Kill()
 	addr2 := freeAddr(t)
-	startServe(t, writeConfig(t, strings.Replace(cfg, "ADDR", addr2, 1)), addr2)
+	p2 := startServe(t, writeConfig(t, strings.Replace(cfg, "ADDR", addr2, 1)), addr2)
 	pool := connect(t, dbURL)
 	deadline := time.Now().Add(rescueBound)
 	tick := time.NewTicker(500 * time.Millisecond)
@@ -654,7 +654,7 @@ func TestCrashOnFinalAttempt(t *testing.T) {
 	for ; ; <-tick.C {
 		st, err := states(context.Background(), pool)
 		if err == nil && (st["evt_last"] == "completed" || st["evt_last"] == "dead") {
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			var job string
@@ -665,6 +665,18 @@ func TestCrashOnFinalAttempt(t *testing.T) {
 		}
 		<-tick.C
 	}
+	// The killed attempt is in the attempts log, as lost, before the one
+	// that took over.
+	code, ev := adminGet(t, p2.BaseURL(), "/admin/events/s/evt_last")
+	require.Equal(t, http.StatusOK, code)
+	log := ev["attempts_log"].([]any)
+	require.Len(t, log, 2, "%v", log)
+	lost, next := log[0].(map[string]any), log[1].(map[string]any)
+	require.EqualValues(t, 1, lost["n"])
+	require.EqualValues(t, 0, lost["status"])
+	require.True(t, strings.HasPrefix(lost["error"].(string), "lost: "), "%v", lost)
+	require.EqualValues(t, 2, next["n"])
+	require.EqualValues(t, 2, ev["attempts"])
 }
 
 // TestAttemptNotBurntBeforeClaim: a worker dies while its attempt's
