@@ -1082,6 +1082,8 @@ func TestProvidersEndToEnd(t *testing.T) {
 		// Provider defaults yielding nothing: stripe without id, github without delivery.
 		check("stripe", pvJSON(`{"object":"event","type":"charge.succeeded"}`))
 		check("github", pvJSON(`{"zen":"Keep it logically awesome."}`, "X-GitHub-Event", "ping", "X-GitHub-Hook-ID", "1"))
+		// github with a delivery but no hook id: half of a composite id is no id.
+		check("github", pvJSON(`{"zen":"Half an id."}`, "X-GitHub-Event", "ping", "X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"))
 		// Slack slash commands carry no event id unless a resolver is configured.
 		check("slack", pvForm("token=x&team_id=T0001&command=%2Fweather&text=94070&trigger_id=13345224609.738474920.8088930838d88f008e0"))
 	})

@@ -189,6 +189,10 @@ func checkSendURL(u string) error {
 	return nil
 }
 
+// sampleGitHubHook is the X-GitHub-Hook-ID of a GitHub sample whose
+// --event-id names the delivery alone (GitHub's documented example hook).
+const sampleGitHubHook = "292430182"
+
 // sampleEpoch is the event time of samples sent with an explicit --event-id.
 var sampleEpoch = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
@@ -456,12 +460,13 @@ var sampleTable = map[string]providerSample{
 			"X-Shopify-Topic", a.typ, "X-Shopify-Event-Id", a.id, "X-Shopify-Webhook-Id", sampleRef("", a.id, 32),
 			"X-Shopify-Shop-Domain", "example.myshopify.com", "X-Shopify-API-Version", "2026-01", "X-Shopify-Triggered-At", sampleTime(a.at))
 	}},
-	// --event-id is X-GitHub-Delivery, or hook id:delivery.
+	// --event-id is X-GitHub-Delivery (the hook id is then the one of
+	// GitHub's documentation, sampleGitHubHook), or hook id:delivery.
 	"github": {typ: "push", build: func(a sampleArgs) *providers.Request {
 		r := jsonSample(`{"ref":"refs/heads/main","before":"6113728f27ae82c7b1a177c8d03f9e96e0adf246","after":`+jsonString(sampleRef("", a.id, 40))+
 			`,"repository":{"id":1296269,"full_name":"octocat/Hello-World"},"pusher":{"name":"octocat"},"commits":[]}`,
 			"X-GitHub-Event", a.typ, "X-GitHub-Delivery", a.id, "X-GitHub-Hook-Installation-Target-Type", "repository",
-			"X-GitHub-Hook-Installation-Target-ID", "1296269", "User-Agent", "GitHub-Hookshot/044aadd")
+			"X-GitHub-Hook-Installation-Target-ID", "1296269", "User-Agent", "GitHub-Hookshot/044aadd", "X-GitHub-Hook-ID", sampleGitHubHook)
 		if hook, delivery, ok := strings.Cut(a.id, ":"); ok {
 			r.Header.Set("X-GitHub-Hook-ID", hook)
 			r.Header.Set("X-GitHub-Delivery", delivery)

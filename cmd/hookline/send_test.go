@@ -149,6 +149,8 @@ func sendCases() []sendCase {
 			c.wantIDs = []string{"subscription_charged_successfully:" + id + ":2026-01-01T12:00:00Z"}
 		case "lemonsqueezy":
 			c.wantIDs = []string{"order_created:orders:" + id + ":2026-01-01T12:00:00.000000Z"}
+		case "github":
+			c.wantIDs = []string{"292430182:" + id} // the sample's hook id
 		}
 		if s.name == "github_body" {
 			c.wantIDs = nil

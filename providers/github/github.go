@@ -6,8 +6,10 @@
 // ignored.
 //
 // X-GitHub-Delivery is shared by every webhook subscribed to the same event,
-// so the default event id is "{X-GitHub-Hook-ID}:{X-GitHub-Delivery}" (the
-// delivery alone when the hook id header is absent); the type is X-GitHub-Event.
+// so the default event id is "{X-GitHub-Hook-ID}:{X-GitHub-Delivery}", and a
+// delivery missing either header has no id (a 400): keyed on the delivery
+// alone, two hooks' copies of one event would be taken for duplicates of
+// each other. The type is X-GitHub-Event.
 // Neither header is signed, so the adapter is a providers.ContentKeyer: a
 // captured delivery replayed under fresh ids has the same content key, the
 // digest of its body, and is a duplicate of the original.
@@ -93,18 +95,19 @@ func (v *Verifier) Verify(r *providers.Request) error {
 	return scheme.Verify(r, v.keys)
 }
 
-// Resolve implements providers.Resolver: id "{hook id}:{delivery}" (or the
-// delivery alone), type X-GitHub-Event, no time. The body is not read.
+// Resolve implements providers.Resolver: id "{hook id}:{delivery}", type
+// X-GitHub-Event, no time. Both id headers are required. The body is not
+// read.
 func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 	delivery := strings.TrimSpace(r.Header.Get(HeaderDelivery))
-	if delivery == "" {
-		return providers.Event{}, fmt.Errorf("%w: %s header is empty", providers.ErrNoEventID, HeaderDelivery)
+	hook := strings.TrimSpace(r.Header.Get(HeaderHookID))
+	for _, h := range []struct{ name, value string }{{HeaderHookID, hook}, {HeaderDelivery, delivery}} {
+		if h.value == "" {
+			return providers.Event{}, fmt.Errorf("%w: %s header is empty (the event id is {%s}:{%s})",
+				providers.ErrNoEventID, h.name, HeaderHookID, HeaderDelivery)
+		}
 	}
-	id := delivery
-	if hook := strings.TrimSpace(r.Header.Get(HeaderHookID)); hook != "" {
-		id = hook + ":" + delivery
-	}
-	return providers.Event{ID: id, Type: strings.TrimSpace(r.Header.Get(HeaderEvent))}, nil
+	return providers.Event{ID: hook + ":" + delivery, Type: strings.TrimSpace(r.Header.Get(HeaderEvent))}, nil
 }
 
 // Sign implements providers.Signer with the first secret. It sets

@@ -160,13 +160,26 @@ func TestResolveComposite(t *testing.T) {
 	_, err = v.Resolve(req)
 	require.ErrorIs(t, err, providers.ErrNoEventID)
 
+	// A delivery id without a hook id is not an id either: keyed on the
+	// delivery alone, two hooks' copies of one event would be duplicates.
+	for _, hook := range []string{"", " "} {
+		req = sample("72d3162e-cc78-11e3-81ab-4c9367dc0958")
+		if hook != "" {
+			req.Header.Set(github.HeaderHookID, hook)
+		}
+		_, err = v.Resolve(req)
+		require.ErrorIs(t, err, providers.ErrNoEventID)
+		require.ErrorContains(t, err, github.HeaderHookID)
+	}
+
 	// Form bodies resolve the same way: only headers are read.
 	form := sample("d3")
+	form.Header.Set(github.HeaderHookID, "7")
 	form.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	form.Body = []byte("payload=%7B%7D")
 	ev, err = v.Resolve(form)
 	require.NoError(t, err)
-	require.Equal(t, "d3", ev.ID)
+	require.Equal(t, "7:d3", ev.ID)
 }
 
 func TestNew(t *testing.T) {
