@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -201,7 +202,7 @@ sources:
 // lookup shows its trace id.
 func TestForwardsCarryATraceWithoutAnExporter(t *testing.T) {
 	t.Parallel()
-	got := make(chan string, 1)
+	got := make(chan string, 3)
 	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		select {
@@ -213,18 +214,35 @@ func TestForwardsCarryATraceWithoutAnExporter(t *testing.T) {
 	cfg := stripeConfig(pgtest.NewURL(t), "", fmt.Sprintf(`    destination: {url: %q, timeout: 2s}
 `, dest.URL))
 	ip := startApp(t, cfg, app.Options{})
-	require.Equal(t, http.StatusOK, postEvent(testClient, ip.url(0), "s", "evt_untraced", stripeSecret).Status)
-	ev := eventState(t, ip.url(0), "s", "evt_untraced", 30*time.Second, "completed")
-	var p string
-	select {
-	case p = <-got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no forward")
+	forwarded := func(id string) (map[string]any, string) {
+		t.Helper()
+		ev := eventState(t, ip.url(0), "s", id, 30*time.Second, "completed")
+		select {
+		case p := <-got:
+			return ev, p
+		case <-time.After(10 * time.Second):
+			t.Fatal("no forward")
+		}
+		return nil, ""
 	}
+	require.Equal(t, http.StatusOK, postEvent(testClient, ip.url(0), "s", "evt_untraced", stripeSecret).Status)
+	ev, p := forwarded("evt_untraced")
 	m := traceparentRE.FindStringSubmatch(p)
 	require.NotNil(t, m, "forward's traceparent %q", p)
 	require.Equal(t, ev["trace_id"], m[1], "the forward is in the event's trace")
 	require.NotEqual(t, "00000000000000000000000000000000", m[1])
+	require.True(t, strings.HasSuffix(p, "-00"), "a trace hookline starts without an exporter is not sampled: %q", p)
+
+	// A sender's sampled flag reaches the destination as it came, so a
+	// destination that traces keeps the sender's decision.
+	for i, flag := range []string{"01", "00"} {
+		id := fmt.Sprintf("evt_flag_%d", i)
+		incoming := "00-4bf92f3577b34da6a3ce929d0e0e47" + fmt.Sprintf("%02d", i) + "-00f067aa0ba902b7-" + flag
+		require.Equal(t, http.StatusOK, postEvent(testClient, ip.url(0), "s", id, stripeSecret, "traceparent", incoming).Status)
+		_, p := forwarded(id)
+		require.True(t, strings.HasPrefix(p, "00-4bf92f3577b34da6a3ce929d0e0e47"+fmt.Sprintf("%02d", i)+"-"), "the sender's trace: %q", p)
+		require.True(t, strings.HasSuffix(p, "-"+flag), "sender's flag %s, forwarded %q", flag, p)
+	}
 }
 
 // An event has one trace, whatever runs its later attempts: an operator's

@@ -5,8 +5,10 @@
 // traceparent of the trace.
 //
 // Trace ids exist whether or not spans are exported: without an exporter
-// the provider samples nothing, so spans record nothing and cost an id
-// each, but their ids are real and forwarded.
+// the provider starts no sampled trace, so its spans cost an id each, but
+// their ids are real and forwarded; a sender's sampled flag is passed on
+// as it came (idsOnly), so a destination that traces still sees the
+// sender's decision.
 package tracing
 
 import (
@@ -42,9 +44,9 @@ const ScopeName = "github.com/hookline/hookline"
 
 // New builds the provider: with an endpoint, spans are batched and sent
 // over OTLP/HTTP, sampled by SampleRatio (a continued trace follows its
-// parent's decision); without one, nothing is sampled.
+// parent's decision); without one, nothing is exported (idsOnly).
 func New(cfg Config) (*Provider, error) {
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithSampler(sdktrace.NeverSample())}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithSampler(idsOnly)}
 	if cfg.Endpoint != "" {
 		exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(cfg.Endpoint+"/v1/traces"))
 		if err != nil {
@@ -73,8 +75,14 @@ func (p *Provider) Shutdown(ctx context.Context) error { return p.tp.Shutdown(ct
 // IDsOnly is a tracer that records nothing but gives spans real ids: what
 // a component uses when it is given no tracer.
 func IDsOnly() trace.Tracer {
-	return sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample())).Tracer(ScopeName)
+	return sdktrace.NewTracerProvider(sdktrace.WithSampler(idsOnly)).Tracer(ScopeName)
 }
+
+// idsOnly is the sampler when no span is exported: a trace hookline starts
+// is not sampled; a continued one keeps its parent's sampled flag, so the
+// traceparent forwarded to a destination carries the sender's decision
+// (its spans are then recorded and dropped: no processor is registered).
+var idsOnly = sdktrace.ParentBased(sdktrace.NeverSample())
 
 // propagator reads and writes W3C trace context (traceparent).
 var propagator = propagation.TraceContext{}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,9 +30,25 @@ func TestContinuesTheSendersTrace(t *testing.T) {
 	require.NotEqual(t, "00f067aa0ba902b7", sc.SpanID().String())
 	h := http.Header{}
 	tracing.Inject(ctx, h)
-	require.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-"+sc.SpanID().String()+"-00", h.Get("Traceparent"),
-		"without an exporter nothing is sampled, but the ids are real")
+	require.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-"+sc.SpanID().String()+"-01", h.Get("Traceparent"),
+		"without an exporter the ids are real and the sender's sampled flag is passed on")
 	require.Equal(t, h.Get("Traceparent"), tracing.TraceParent(ctx))
+}
+
+// Without an exporter, a continued trace keeps the sender's sampled flag
+// either way, and a trace hookline starts is not sampled.
+func TestSendersSampledFlagIsPassedOn(t *testing.T) {
+	for _, tracer := range []trace.Tracer{newProvider(t, "").Tracer(), tracing.IDsOnly()} {
+		for _, flag := range []string{"00", "01"} {
+			ctx := tracing.Extract(context.Background(), http.Header{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-" + flag}})
+			ctx, span := tracer.Start(ctx, "ingest")
+			span.End()
+			require.True(t, strings.HasSuffix(tracing.TraceParent(ctx), "-"+flag), "sender %s, forwarded %s", flag, tracing.TraceParent(ctx))
+		}
+		ctx, span := tracer.Start(context.Background(), "ingest")
+		span.End()
+		require.True(t, strings.HasSuffix(tracing.TraceParent(ctx), "-00"), tracing.TraceParent(ctx))
+	}
 }
 
 // Without a sender's traceparent a span starts a trace of its own: every
