@@ -22,7 +22,7 @@ const checkUsage = `usage: hookline check [--config FILE] [--db]
 
 Validate the configuration as serve would (exit 2 names the bad field) and
 print what it configures; with --db, also that Postgres is reachable and
-migrated.
+migrated (else exit 2 naming database_url).
 `
 
 func cmdCheck(args []string, stdout, stderr io.Writer) error {
@@ -64,6 +64,16 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if !*db {
 		return nil
 	}
+	if err := checkDatabase(cfg, stdout); err != nil {
+		// check answers 0 or 2 naming the field: here database_url.
+		return &exitError{2, fmt.Errorf("database_url: %w", err)}
+	}
+	return nil
+}
+
+// checkDatabase is check --db: Postgres at cfg's database_url is reachable
+// and every migration is applied.
+func checkDatabase(cfg *config.Config, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	pool, err := app.NewPool(ctx, cfg)

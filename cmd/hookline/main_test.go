@@ -78,6 +78,18 @@ func TestCheckExitCodes(t *testing.T) {
 	code, _ = run(t, "check", "--config", filepath.Join(t.TempDir(), "missing.yaml"))
 	require.Equal(t, 2, code)
 
+	// --db: a database that cannot be reached or is not migrated is a bad
+	// database_url (check answers 0 or 2); a migrated one passes.
+	for url, want := range map[string]string{
+		"postgres://u:pw@127.0.0.1:1/db":             "database_url: postgres unreachable",
+		pgtest.NewEmptyPool(t).Config().ConnString(): "database_url: database not migrated: run `hookline migrate up`",
+		pgtest.NewURL(t):                             "database: reachable and migrated",
+	} {
+		code, out = run(t, "check", "--db", "--config", writeConfig(t, fmt.Sprintf("database_url: %q\n", url)+src))
+		require.Contains(t, out, want, url)
+		require.Equal(t, map[bool]int{true: 0, false: 2}[strings.HasPrefix(want, "database:")], code, out)
+	}
+
 	// migrate -h lists its directions and flags, with or without a config.
 	code, out = run(t, "migrate", "-h")
 	require.Equal(t, 0, code, out)
