@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookline/hookline/idem"
@@ -25,22 +26,12 @@ func TestBatchStatements(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
 	ctx := context.Background()
-	store, err := idem.NewStore(pool, &idem.Config{Table: ClaimsTable})
-	require.NoError(t, err)
+	store := claimsStore(t, pool)
 	for i := range 3 {
-		id := fmt.Sprintf("evt_%d", i)
-		_, err := pool.Exec(ctx, `WITH d AS (INSERT INTO hookline_deliveries (source, content_type, body) VALUES ('s', 'application/json', $2) RETURNING id),
-			e AS (INSERT INTO hookline_events (source, event_id, event_type, delivery_id) SELECT 's', $1, 'charge.succeeded', id FROM d)
-			INSERT INTO hookline_event_destinations (source, event_id, destination, delivery_id) SELECT 's', $1, 'default', id FROM d`,
-			id, []byte(`{"id":"`+id+`"}`))
-		require.NoError(t, err)
-	}
-	item := func(id string, job int64) claimItem {
-		return claimItem{key: "hookline:s:default:" + id, holder: fmt.Sprint("job:", job), leaseUS: 60_000_000,
-			source: "s", eventID: id, dest: "default", jobID: job}
+		storeEvent(t, pool, fmt.Sprintf("evt_%d", i))
 	}
 	claimSQL := claimManyStartSQL(store.ClaimManySQL)
-	rows, err := claimMany(ctx, pool, claimSQL, []claimItem{item("evt_0", 10), item("evt_1", 11), item("evt_0", 12), item("evt_none", 13)})
+	rows, err := claimMany(ctx, pool, claimSQL, []claimItem{claimOf("evt_0", 10), claimOf("evt_1", 11), claimOf("evt_0", 12), claimOf("evt_none", 13)})
 	require.NoError(t, err)
 	require.Len(t, rows, 4)
 	require.NotNil(t, rows[0])
@@ -53,7 +44,7 @@ func TestBatchStatements(t *testing.T) {
 	require.Equal(t, "charge.succeeded", *rows[0].eventType)
 
 	// Claiming a held key again is refused.
-	again, err := claimMany(ctx, pool, claimSQL, []claimItem{item("evt_1", 14), item("evt_2", 15)})
+	again, err := claimMany(ctx, pool, claimSQL, []claimItem{claimOf("evt_1", 14), claimOf("evt_2", 15)})
 	require.NoError(t, err)
 	require.Nil(t, again[0], "evt_1 is held")
 	require.NotNil(t, again[1])
@@ -94,16 +85,9 @@ func TestBatchTakesOverAnExpiredLease(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
 	ctx := context.Background()
-	store, err := idem.NewStore(pool, &idem.Config{Table: ClaimsTable})
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `WITH d AS (INSERT INTO hookline_deliveries (source, content_type, body) VALUES ('s', 'application/json', '{}') RETURNING id),
-		e AS (INSERT INTO hookline_events (source, event_id, event_type, delivery_id) SELECT 's', 'evt_crash', 't', id FROM d)
-		INSERT INTO hookline_event_destinations (source, event_id, destination, delivery_id) SELECT 's', 'evt_crash', 'default', id FROM d`)
-	require.NoError(t, err)
-	item := func(job int64) claimItem {
-		return claimItem{key: "hookline:s:default:evt_crash", holder: fmt.Sprint("job:", job), leaseUS: 60_000_000,
-			source: "s", eventID: "evt_crash", dest: "default", jobID: job}
-	}
+	store := claimsStore(t, pool)
+	storeEvent(t, pool, "evt_crash")
+	item := func(job int64) claimItem { return claimOf("evt_crash", job) }
 	claimSQL, completeSQL := claimManyStartSQL(store.ClaimManySQL), completeManySQL(store.CompleteManySQL)
 	first, err := claimMany(ctx, pool, claimSQL, []claimItem{item(1)})
 	require.NoError(t, err)
@@ -151,8 +135,7 @@ func TestConcurrentBatchClaimsOfOneKey(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
 	ctx := context.Background()
-	store, err := idem.NewStore(pool, &idem.Config{Table: ClaimsTable})
-	require.NoError(t, err)
+	store := claimsStore(t, pool)
 	b := newBatches(pool, store, func() string { return "" }, func(string) {}, func(string, int) {}, nil)
 	var wg sync.WaitGroup
 	var won atomic.Int64
@@ -177,6 +160,32 @@ func TestConcurrentBatchClaimsOfOneKey(t *testing.T) {
 }
 
 // outcomes are the completions of a batch's items.
+// claimsStore is the worker's claims store on pool.
+func claimsStore(t *testing.T, pool *pgxpool.Pool) *idem.Store {
+	t.Helper()
+	store, err := idem.NewStore(pool, &idem.Config{Table: ClaimsTable})
+	require.NoError(t, err)
+	return store
+}
+
+// storeEvent stores event id of source s, a charge.succeeded whose body is
+// {"id":"<id>"}, queued for the default destination.
+func storeEvent(t *testing.T, pool *pgxpool.Pool, id string) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `WITH d AS (INSERT INTO hookline_deliveries (source, content_type, body) VALUES ('s', 'application/json', $2) RETURNING id),
+		e AS (INSERT INTO hookline_events (source, event_id, event_type, delivery_id) SELECT 's', $1, 'charge.succeeded', id FROM d)
+		INSERT INTO hookline_event_destinations (source, event_id, destination, delivery_id) SELECT 's', $1, 'default', id FROM d`,
+		id, []byte(`{"id":"`+id+`"}`))
+	require.NoError(t, err)
+}
+
+// claimOf is job's claim of event id of source s at the default
+// destination, with a one-minute lease.
+func claimOf(id string, job int64) claimItem {
+	return claimItem{key: "hookline:s:default:" + id, holder: fmt.Sprint("job:", job), leaseUS: 60_000_000,
+		source: "s", eventID: id, dest: "default", jobID: job}
+}
+
 func outcomes(out []completed) []completion {
 	c := make([]completion, len(out))
 	for i, o := range out {
@@ -194,12 +203,8 @@ func TestLostAttemptsAreLogged(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
 	ctx := context.Background()
-	store, err := idem.NewStore(pool, &idem.Config{Table: ClaimsTable})
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `WITH d AS (INSERT INTO hookline_deliveries (source, content_type, body) VALUES ('s', 'application/json', '{}') RETURNING id),
-		e AS (INSERT INTO hookline_events (source, event_id, event_type, delivery_id) SELECT 's', 'evt_lost', 't', id FROM d)
-		INSERT INTO hookline_event_destinations (source, event_id, destination, delivery_id) SELECT 's', 'evt_lost', 'default', id FROM d`)
-	require.NoError(t, err)
+	store := claimsStore(t, pool)
+	storeEvent(t, pool, "evt_lost")
 	opts := func(job int64) idem.Options {
 		return idem.Options{Namespace: Namespace, Scope: "s", Segment: "default:evt_lost", Holder: fmt.Sprint("job:", job),
 			Lease: time.Minute, DedupWindow: time.Hour}
@@ -217,8 +222,7 @@ func TestLostAttemptsAreLogged(t *testing.T) {
 	}
 
 	// 1: the batch's statement; its worker dies.
-	rows, err := claimMany(ctx, pool, claimManyStartSQL(store.ClaimManySQL), []claimItem{{key: "hookline:s:default:evt_lost",
-		holder: "job:1", leaseUS: 60_000_000, source: "s", eventID: "evt_lost", dest: "default", jobID: 1}})
+	rows, err := claimMany(ctx, pool, claimManyStartSQL(store.ClaimManySQL), []claimItem{claimOf("evt_lost", 1)})
 	require.NoError(t, err)
 	require.Equal(t, 1, *rows[0].attempts)
 	require.Empty(t, logged(), "a first attempt logs nothing when it starts")
@@ -240,8 +244,7 @@ func TestLostAttemptsAreLogged(t *testing.T) {
 
 	// 3: the batch again; attempt 2 has its outcome, nothing more is
 	// logged. Then its lease runs out.
-	rows, err = claimMany(ctx, pool, claimManyStartSQL(store.ClaimManySQL), []claimItem{{key: "hookline:s:default:evt_lost",
-		holder: "job:3", leaseUS: 60_000_000, source: "s", eventID: "evt_lost", dest: "default", jobID: 3}})
+	rows, err = claimMany(ctx, pool, claimManyStartSQL(store.ClaimManySQL), []claimItem{claimOf("evt_lost", 3)})
 	require.NoError(t, err)
 	require.Equal(t, 3, *rows[0].attempts)
 	require.Equal(t, []string{"1 lost", "2 failed"}, logged())
