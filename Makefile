@@ -53,8 +53,9 @@ chaos: postgres build ## the full chaos scenario (kills instances, restarts Post
 	$(GO) run ./cmd/hookline-chaos
 
 .PHONY: sdk-vectors
-sdk-vectors: ## re-record providers/testdata/sdkvectors/vectors.json with the providers' official Node.js SDKs (needs node and npm)
+sdk-vectors: ## re-record the official SDKs' vectors (providers/testdata/sdkvectors/vectors.json; AWS's SNS validator's in providers/sns/testdata; needs node, npm and openssl)
 	cd providers/testdata/sdkvectors && npm ci --no-audit --no-fund && node gen.mjs
+	cd providers/sns/testdata/validator && npm ci --no-audit --no-fund && node gen.mjs
 
 .PHONY: clean
 clean: ## remove build output and the dev cluster

@@ -2,9 +2,9 @@ package ingest_test
 
 // End-to-end tests of every registered provider adapter through the real
 // HTTP server into Postgres: a realistic delivery of each provider is signed
-// (with the adapter's Signer, or for PayPal and Plaid with the test's own
-// keys served on loopback), posted, and checked in hookline_deliveries,
-// hookline_events and river_job.
+// (with the adapter's Signer, or for PayPal, Plaid and SNS with the test's
+// own keys served on loopback, for SendGrid with the test's own key), posted,
+// and checked in hookline_deliveries, hookline_events and river_job.
 
 import (
 	"bytes"
@@ -51,6 +51,8 @@ import (
 	"github.com/hookline/hookline/providers/meta"
 	"github.com/hookline/hookline/providers/paypal"
 	"github.com/hookline/hookline/providers/providertest"
+	"github.com/hookline/hookline/providers/sendgrid"
+	"github.com/hookline/hookline/providers/sns"
 	"github.com/hookline/hookline/providers/swsenders"
 	"github.com/hookline/hookline/providers/twitch"
 	"github.com/hookline/hookline/providers/zoom"
@@ -208,6 +210,105 @@ func (pl *pvPlaid) sign(t testing.TB, _ providers.Provider, req *providers.Reque
 	req.Header.Set("Plaid-Verification", s)
 }
 
+// ---- SendGrid: our own P-256 key stands in for SendGrid's ----
+
+type pvSendgrid struct {
+	key             *ecdsa.PrivateKey
+	verificationKey string // the public key, as SendGrid shows it
+}
+
+func newPvSendgrid(t testing.TB) *pvSendgrid {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	vk, err := sendgrid.EncodePublicKey(&key.PublicKey)
+	require.NoError(t, err)
+	return &pvSendgrid{key: key, verificationKey: vk}
+}
+
+func (sg *pvSendgrid) sign(t testing.TB, _ providers.Provider, req *providers.Request, now time.Time) {
+	require.NoError(t, sendgrid.SignWithKey(req, sg.key, now))
+}
+
+// sendgridItems are the events of a SendGrid delivery, their sg_event_ids
+// id1, id2 and id3.
+func sendgridItems(id string) []string {
+	ev := func(n int, event, fields string) string {
+		return `{"email":"jon@example.com","event":"` + event + `",` + fields + `"sg_event_id":"` + fmt.Sprintf("%s%d", id, n) +
+			`","sg_message_id":"14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0","timestamp":176450399` + fmt.Sprint(n) + `}`
+	}
+	return []string{ev(1, "processed", `"send_at":0,`), ev(2, "delivered", `"ip":"168.1.1.1","response":"250 OK","tls":1,`),
+		ev(3, "open", `"sg_machine_open":false,"useragent":"Mozilla/5.0",`)}
+}
+
+// sendgridBody lays the events out as SendGrid does: one a line, CRLF.
+func sendgridBody(items []string) string { return "[" + strings.Join(items, ",\r\n") + "]\r\n" }
+
+// ---- SNS: our own RSA key and certificate, served on loopback ----
+
+const pvSnsTopic = "arn:aws:sns:us-east-1:123456789012:hookline-e2e"
+
+type pvSns struct {
+	key     *rsa.PrivateKey
+	certURL string
+	host    string
+}
+
+func newPvSns(t testing.TB) *pvSns {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "sns.amazonaws.com"},
+		NotBefore:    time.Now().Add(-24 * time.Hour),
+		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	const path = "/SimpleNotificationService-9c6465fa7f48f5cacd23014631ec1136.pem"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != path {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(certPEM)
+	}))
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	return &pvSns{key: key, host: u.Host, certURL: srv.URL + path}
+}
+
+// snsOrder is the order SNS writes a message's keys in.
+var snsOrder = []string{"Type", "MessageId", "Token", "TopicArn", "Subject", "Message", "SubscribeURL", "Timestamp",
+	"SignatureVersion", "Signature", "SigningCertURL", "UnsubscribeURL"}
+
+// sign signs the message in req's body as SNS does (SignatureVersion 2) at
+// now, and rewrites the body and the x-amz-sns-* headers as SNS sends them.
+func (sn *pvSns) sign(t testing.TB, _ providers.Provider, req *providers.Request, now time.Time) {
+	m, err := sns.ParseMessage(req.Body)
+	require.NoError(t, err)
+	m["Timestamp"] = now.UTC().Format("2006-01-02T15:04:05.000Z")
+	m["SignatureVersion"], m["SigningCertURL"] = "2", sn.certURL
+	digest := sha256.Sum256([]byte(m.StringToSign()))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, sn.key, crypto.SHA256, digest[:])
+	require.NoError(t, err)
+	m["Signature"] = base64.StdEncoding.EncodeToString(sig)
+	var lines []string
+	for _, k := range snsOrder {
+		if v, ok := m[k]; ok {
+			kj, _ := json.Marshal(k)
+			vj, _ := json.Marshal(v)
+			lines = append(lines, "  "+string(kj)+" : "+string(vj))
+		}
+	}
+	req.Body = []byte("{\n" + strings.Join(lines, ",\n") + "\n}")
+	req.Header.Set("Content-Type", "text/plain; charset=UTF-8")
+	req.Header.Set(sns.HeaderMessageType, m["Type"])
+	req.Header.Set(sns.HeaderMessageID, m["MessageId"])
+	req.Header.Set(sns.HeaderTopicArn, m["TopicArn"])
+}
+
 // ---- Adyen: items signed by the test (the adapter's Signer must agree) ----
 
 const (
@@ -291,6 +392,8 @@ func braintreeXML(id, price string) string {
 func pvCases(t testing.TB) []*pvCase {
 	pp := newPvPaypal(t)
 	pl := newPvPlaid(t)
+	sn := newPvSns(t)
+	sg := newPvSendgrid(t)
 	svixSign := func(t testing.TB, p providers.Provider, req *providers.Request, now time.Time) {
 		require.NoError(t, p.(providers.Signer).Sign(req, now))
 		for _, h := range []string{"Id", "Timestamp", "Signature"} {
@@ -488,6 +591,38 @@ func pvCases(t testing.TB) []*pvCase {
 			sign:     pl.sign,
 			wantIDs:  func(_ string, req *providers.Request) []string { return []string{sha256Hex(req.Body)} },
 			wantType: "TRANSACTIONS.SYNC_UPDATES_AVAILABLE",
+		},
+		{
+			provider: "sendgrid", secrets: []string{sg.verificationKey},
+			delivery:  func(id string) *providers.Request { return pvJSON(sendgridBody(sendgridItems(id))) },
+			sign:      sg.sign,
+			wantIDs:   func(id string, _ *providers.Request) []string { return []string{id + "1", id + "2", id + "3"} },
+			wantTypes: []string{"processed", "delivered", "open"},
+			items: func(id string) [][]byte {
+				var out [][]byte
+				for _, it := range sendgridItems(id) {
+					out = append(out, []byte(it))
+				}
+				return out
+			},
+		},
+		{
+			provider: "sns", secrets: []string{pvSnsTopic}, settings: map[string]any{"cert_hosts": []string{sn.host}},
+			delivery: func(id string) *providers.Request {
+				return pvJSON(`{"Type":"Notification","MessageId":"` + id + `","TopicArn":"` + pvSnsTopic + `","Subject":"Order 8841 paid",` +
+					`"Message":"{\"order_id\":\"8841\",\"status\":\"paid\",\"amount\":2000}",` +
+					`"UnsubscribeURL":"https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe&SubscriptionArn=` + pvSnsTopic + `:0f5d9c9e-4a7b-4a8e-9f5e-3c1e0e6c2b11"}`)
+			},
+			sign: sn.sign, wantIDs: one, wantType: "Notification",
+			// The signature covers the signed fields, not the body bytes:
+			// the tamper changes the Message.
+			tamper: func(req *providers.Request) {
+				tampered := bytes.Replace(req.Body, []byte("8841"), []byte("8842"), 1)
+				if bytes.Equal(tampered, req.Body) {
+					panic("sns: the Message is not in the body")
+				}
+				req.Body = tampered
+			},
 		},
 		{
 			provider: "coinbase", secrets: []string{"coinbase_e2e_secret"},

@@ -33,6 +33,8 @@ var benchProbes = map[string]struct {
 	"mollie":           {settings: map[string]any{"allow_unsigned": true}},
 	"paypal":           {settings: map[string]any{"webhook_id": "WH-1"}},
 	"plaid":            {secrets: []string{"s"}, settings: map[string]any{"client_id": "c"}},
+	"sendgrid":         {secrets: []string{"MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g=="}}, // a verification key (SendGrid's SDK test key)
+	"sns":              {secrets: []string{"arn:aws:sns:us-east-1:123456789012:hookline-bench"}},
 	"square":           {secrets: []string{"s"}, settings: map[string]any{"notification_url": "https://example.com/webhooks/square"}},
 	"standardwebhooks": {secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
 	"svix":             {secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
@@ -128,11 +130,17 @@ var benchDeliveries = map[string]func() *providers.Request{
 		return benchRequest(`{"environment":"sandbox","item_id":"it_1","webhook_code":"SYNC_UPDATES_AVAILABLE","webhook_type":"TRANSACTIONS"}`)
 	},
 	"razorpay": func() *providers.Request { return benchRequest(benchJSON, "X-Razorpay-Event-Id", "evt_rzp_1") },
+	"sendgrid": func() *providers.Request {
+		return benchRequest(`[{"email":"jon@example.com","event":"delivered","sg_event_id":"ZGVsaXZlcmVkLTAtMTIzNDU2Nzg5","sg_message_id":"14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0","timestamp":1764503990}]` + "\r\n")
+	},
 	"shopify": func() *providers.Request {
 		return benchRequest(benchJSON, "X-Shopify-Event-Id", "98880550-7158-44d4-b7cd-2c97c8a091b5", "X-Shopify-Topic", "orders/create")
 	},
 	"slack": func() *providers.Request {
 		return benchRequest(`{"type":"event_callback","event_id":"Ev1","event_time":1764503900,"event":{"type":"app_mention","text":"hi"}}`)
+	},
+	"sns": func() *providers.Request {
+		return benchRequest(`{"Type":"Notification","MessageId":"22b80b92-fdea-4c2c-8f9d-bdfb0c7bf324","TopicArn":"arn:aws:sns:us-east-1:123456789012:hookline-bench","Subject":"Order 8841 paid","Message":"{\"order_id\":\"8841\",\"status\":\"paid\"}","Timestamp":"2026-11-30T11:59:58.123Z","SignatureVersion":"2","Signature":"AAAA","SigningCertURL":"https://sns.us-east-1.amazonaws.com/SimpleNotificationService-9c6465fa7f48f5cacd23014631ec1136.pem"}`)
 	},
 	"square": func() *providers.Request {
 		r := benchRequest(benchJSON)

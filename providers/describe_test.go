@@ -28,8 +28,10 @@ var idSigned = map[string]bool{
 	"paypal":           false, // json:id of a body signed only through its CRC-32
 	"plaid":            true,  // body:sha256 of a body whose hash the signed JWT carries
 	"razorpay":         false, // X-Razorpay-Event-Id is not signed
+	"sendgrid":         true,  // each item's json:sg_event_id, within the signed body
 	"shopify":          false, // X-Shopify-Event-Id is not signed
 	"slack":            true,  // json:event_id of the signed body
+	"sns":              true,  // json:MessageId, one of the signed fields
 	"square":           true,  // json:event_id of the signed body
 	"standardwebhooks": true,  // webhook-id is part of the signed content
 	"svix":             true,  // as standardwebhooks

@@ -108,6 +108,8 @@ var probes = map[string]struct {
 	"mollie":           {settings: map[string]any{"allow_unsigned": true}},
 	"paypal":           {settings: map[string]any{"webhook_id": "WH-1"}},
 	"plaid":            {secrets: []string{"s"}, settings: map[string]any{"client_id": "c"}},
+	"sendgrid":         {secrets: []string{"MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g=="}}, // a verification key (SendGrid's SDK test key)
+	"sns":              {secrets: []string{"arn:aws:sns:us-east-1:123456789012:orders"}},
 	"square":           {secrets: []string{"s"}, settings: map[string]any{"notification_url": "https://example.com/webhooks/square"}},
 	"standardwebhooks": {secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
 	"svix":             {secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},

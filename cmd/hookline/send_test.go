@@ -78,8 +78,10 @@ var sendSources = []sendSource{
 	{name: "plaid", provider: "plaid", yaml: `secrets: ["plaid_secret"]
     plaid: {client_id: c}`, cannotSign: true},
 	{name: "razorpay", provider: "razorpay", yaml: `secrets: ["razorpay_send_secret"]`},
+	{name: "sendgrid", provider: "sendgrid", yaml: `secrets: ["MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g=="]`, cannotSign: true},
 	{name: "shopify", provider: "shopify", yaml: `secrets: ["shpss_send_client_secret"]`},
 	{name: "slack", provider: "slack", yaml: `secrets: ["8f742231b10e8888abcd99yyyzzz85a5"]`},
+	{name: "sns", provider: "sns", yaml: `secrets: ["arn:aws:sns:us-east-1:123456789012:hookline-orders"]`, cannotSign: true},
 	{name: "square", provider: "square", yaml: `secrets: ["Ibxx_5AKakO-3qeNVR61Dw"]
     square: {notification_url: "https://example.com/webhooks/square"}`},
 	{name: "standardwebhooks", provider: "standardwebhooks", yaml: `secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]`},

@@ -70,6 +70,11 @@ type sdkVector struct {
 	SignatureHeaders []string `json:"signature_headers"`
 	// SignSkip says why the Signer is not compared; empty: it is.
 	SignSkip string `json:"sign_skip"`
+	// OtherSecret is a secret under which the SDK refused the genuine
+	// delivery, for schemes whose secret is a public key (SendGrid): such
+	// a key with its last character changed is no key, or the same key.
+	// Empty: the secret with its last letter or digit changed stands in.
+	OtherSecret string `json:"other_secret"`
 	// Note is for the reader.
 	Note string `json:"note"`
 	// SDKResponse is the SDK's answer to a handshake (Zoom's URL
@@ -225,7 +230,11 @@ func TestSDKVectorsCatchMutation(t *testing.T) {
 				require.Error(t, lp.Verify(v.request(t)), "a day late")
 			}
 
-			other, err := providers.New(v.Provider, providers.Config{Secrets: []string{mutateLastByte(v.Secret)}, Now: func() time.Time { return now }})
+			otherSecret := mutateLastByte(v.Secret)
+			if v.OtherSecret != "" {
+				otherSecret = v.OtherSecret
+			}
+			other, err := providers.New(v.Provider, providers.Config{Secrets: []string{otherSecret}, Now: func() time.Time { return now }})
 			require.NoError(t, err)
 			require.Error(t, other.Verify(v.request(t)), "another secret")
 		})

@@ -79,6 +79,11 @@ async function verdict(fn) {
 //   url, headers, body the delivery
 //   signatureHeaders   the headers hookline's Signer must reproduce
 //   signSkip           why hookline's Signer is not compared (optional)
+//   otherSecret        a secret under which the genuine delivery must not
+//                      verify (optional): for schemes whose secret is a public
+//                      key, which changed in its last character is no key or,
+//                      in base64 padding bits, the same key. The SDK is asked
+//                      too, so verify(v) must read the key from v.secret.
 //   note               anything a reviewer should know (optional)
 //   verify(v)          asks the SDK about delivery v
 //   tamper(v)          returns v with one byte of the signed content changed
@@ -101,6 +106,7 @@ async function add(p) {
     signature_headers: p.signatureHeaders || [],
   };
   if (p.signSkip) genuine.sign_skip = p.signSkip;
+  if (p.otherSecret) genuine.other_secret = p.otherSecret;
   if (p.note) genuine.note = p.note;
   if (p.sdkResponse) genuine.sdk_response = await p.sdkResponse(genuine);
 
@@ -109,6 +115,13 @@ async function add(p) {
     failures.push(`${p.provider}/${genuine.variant}: ${genuine.sdk} ${p.fn} REJECTS the genuine vector: ${why}`);
     return;
   }
+  if (p.otherSecret) {
+    const [okOther] = await verdict(() => p.verify({ ...genuine, secret: p.otherSecret }));
+    if (okOther) {
+      failures.push(`${p.provider}/${genuine.variant}: ${genuine.sdk} ${p.fn} ACCEPTS the genuine vector under other_secret`);
+      return;
+    }
+  }
   vectors.push(genuine);
 
   const bad = structuredClone(genuine);
@@ -116,6 +129,7 @@ async function add(p) {
   bad.sdk_accepts = false;
   delete bad.signature_headers;
   delete bad.sign_skip;
+  delete bad.other_secret;
   delete bad.sdk_response;
   delete bad.note;
   if (p.tamper) {
@@ -917,6 +931,45 @@ const json = (ct = 'application/json') => ({ 'Content-Type': ct });
     body,
     signatureHeaders: ['webhook-signature', 'webhook-timestamp'],
     verify: (v) => handler.verifyRequest({ headers: v.headers, rawBody: v.body }),
+  });
+}
+
+// --- SendGrid (Signed Event Webhook): the SDK verifies
+// (EventWebhook.verifySignature, with the key read by
+// EventWebhook.convertPublicKeyToECDSA). SendGrid signs with its own ECDSA
+// P-256 key, so a key pair made here with node:crypto stands in for it: the
+// signature is ECDSA-SHA256 over the timestamp header followed by the raw
+// body, DER, base64; the secret is the public half as SendGrid shows it (the
+// base64 of its DER SubjectPublicKeyInfo). The body is a batch of three
+// events, one a line (CRLF-terminated), as SendGrid writes them.
+{
+  const { EventWebhook, EventWebhookHeader } = require('@sendgrid/eventwebhook');
+  const ew = new EventWebhook();
+  const spki = (k) => k.export({ type: 'spki', format: 'der' }).toString('base64');
+  const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const other = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey;
+  const sigHeader = EventWebhookHeader.SIGNATURE();
+  const tsHeader = EventWebhookHeader.TIMESTAMP();
+  const msg = '14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0';
+  const body =
+    `[{"email":"jon@example.com","event":"processed","send_at":0,"sg_event_id":"cHJvY2Vzc2VkLTEyMzQ1Njc4LXNka3ZlY3RvcjE","sg_message_id":"${msg}","smtp-id":"<14c5d75ce93.dfd.64b469@ismtpd-555>","timestamp":${T - 14}},\r\n` +
+    `{"email":"jon@example.com","event":"delivered","ip":"168.1.1.1","response":"250 OK","sg_event_id":"ZGVsaXZlcmVkLTAtMTIzNDU2Nzgtc2RrdmVjdG9yMQ","sg_message_id":"${msg}","smtp-id":"<14c5d75ce93.dfd.64b469@ismtpd-555>","timestamp":${T - 12},"tls":1},\r\n` +
+    `{"email":"jon@example.com","event":"open","ip":"255.255.255.255","sg_event_id":"b3Blbi0xMjM0NTY3OC1zZGt2ZWN0b3Ix","sg_machine_open":false,"sg_message_id":"${msg}","timestamp":${T - 10},"useragent":"Mozilla/5.0"}]\r\n`;
+  const ts = String(T);
+  const sig = crypto.sign('sha256', Buffer.from(ts + body), privateKey).toString('base64'); // EC: DER by default
+  await add({
+    provider: 'sendgrid',
+    pkg: '@sendgrid/eventwebhook',
+    fn: 'EventWebhook.convertPublicKeyToECDSA + EventWebhook.verifySignature',
+    direction: 'sdk-verifies',
+    secret: spki(publicKey),
+    otherSecret: spki(other),
+    headers: { ...json(), [sigHeader]: sig, [tsHeader]: ts },
+    body,
+    signatureHeaders: [sigHeader, tsHeader],
+    signSkip: 'SendGrid signs with its own private key: hookline holds the public key only and has no Signer (and ECDSA signatures are randomised)',
+    note: 'signed here with a P-256 key made by node:crypto, standing in for SendGrid\'s; the secret is its public half',
+    verify: (v) => ew.verifySignature(ew.convertPublicKeyToECDSA(v.secret), v.body, v.headers[sigHeader], v.headers[tsHeader]),
   });
 }
 
