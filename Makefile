@@ -53,9 +53,11 @@ chaos: postgres build ## the full chaos scenario (kills instances, restarts Post
 	$(GO) run ./cmd/hookline-chaos
 
 .PHONY: sdk-vectors
-sdk-vectors: ## re-record the official SDKs' vectors (providers/testdata/sdkvectors/vectors.json; AWS's SNS validator's in providers/sns/testdata; needs node, npm and openssl)
+sdk-vectors: ## re-record the official SDKs' vectors (providers/testdata/sdkvectors/vectors.json; AWS's SNS validator's in providers/sns/testdata; Google's auth library's in providers/googleplay/testdata; Apple's App Store Server Library's in providers/appstore/testdata; needs node, npm and openssl)
 	cd providers/testdata/sdkvectors && npm ci --no-audit --no-fund && node gen.mjs
 	cd providers/sns/testdata/validator && npm ci --no-audit --no-fund && node gen.mjs
+	cd providers/googleplay/testdata/oracle && npm ci --no-audit --no-fund && node gen.mjs
+	cd providers/appstore/testdata/oracle && npm ci --no-audit --no-fund && node gen.mjs
 
 .PHONY: clean
 clean: ## remove build output and the dev cluster

@@ -2,9 +2,10 @@ package ingest_test
 
 // End-to-end tests of every registered provider adapter through the real
 // HTTP server into Postgres: a realistic delivery of each provider is signed
-// (with the adapter's Signer, or for PayPal, Plaid and SNS with the test's
-// own keys served on loopback, for SendGrid with the test's own key), posted,
-// and checked in hookline_deliveries, hookline_events and river_job.
+// (with the adapter's Signer, or for PayPal, Plaid, SNS and Google Play with the
+// test's own keys served on loopback, for SendGrid with the test's own key, for
+// the App Store with a test certificate chain), posted, and checked in
+// hookline_deliveries, hookline_events and river_job.
 
 import (
 	"bytes"
@@ -46,6 +47,8 @@ import (
 	"github.com/hookline/hookline/internal/pgtest"
 	"github.com/hookline/hookline/providers"
 	_ "github.com/hookline/hookline/providers/all"
+	"github.com/hookline/hookline/providers/appstore/appstoretest"
+	"github.com/hookline/hookline/providers/googleplay"
 	"github.com/hookline/hookline/providers/hmacspec"
 	"github.com/hookline/hookline/providers/mailgun"
 	"github.com/hookline/hookline/providers/meta"
@@ -309,6 +312,52 @@ func (sn *pvSns) sign(t testing.TB, _ providers.Provider, req *providers.Request
 	req.Header.Set(sns.HeaderTopicArn, m["TopicArn"])
 }
 
+// ---- Google Play: our own RSA key stands in for Google's, its JWKS on loopback ----
+
+const (
+	pvGoogleplayAudience = "https://hooks.example.com/webhooks/googleplay"
+	pvGoogleplayAccount  = "rtdn-push@hookline-e2e.iam.gserviceaccount.com"
+	pvGoogleplayKid      = "5f2e4c9a0b7d1e3f6a8c0b2d4e6f8a1c3e5d7f9b"
+)
+
+type pvGoogleplay struct {
+	key     *rsa.PrivateKey
+	keysURL string
+}
+
+func newPvGoogleplay(t testing.TB) *pvGoogleplay {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	jwks, err := googleplay.JWKS(map[string]*rsa.PublicKey{pvGoogleplayKid: &key.PublicKey})
+	require.NoError(t, err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=21600")
+		_, _ = w.Write(jwks)
+	}))
+	t.Cleanup(srv.Close)
+	return &pvGoogleplay{key: key, keysURL: srv.URL + "/oauth2/v3/certs"}
+}
+
+// sign sets the ID token Pub/Sub sends with an authenticated push, issued
+// at now for the push subscription's audience and service account. The
+// token covers nothing of the body.
+func (gp *pvGoogleplay) sign(t testing.TB, _ providers.Provider, req *providers.Request, now time.Time) {
+	tok, err := googleplay.SignToken(gp.key, pvGoogleplayKid, googleplay.Claims{Issuer: "https://accounts.google.com",
+		Audience: pvGoogleplayAudience, Email: pvGoogleplayAccount, EmailVerified: true,
+		Subject: "113774264463038321964", AuthorizedParty: "113774264463038321964", IssuedAt: now, Expiry: now.Add(time.Hour)})
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+}
+
+// googleplayPush is a Pub/Sub push of message id carrying a Google Play
+// subscription notification.
+func googleplayPush(id string) *providers.Request {
+	data := base64.StdEncoding.EncodeToString([]byte(`{"version":"1.0","packageName":"com.example.hookline","eventTimeMillis":"1764503998000",` +
+		`"subscriptionNotification":{"version":"1.0","notificationType":4,"purchaseToken":"PURCHASE_TOKEN_` + id + `","subscriptionId":"premium.monthly"}}`))
+	return pvJSON(`{"message":{"data":"` + data + `","messageId":"` + id + `","message_id":"` + id +
+		`","publishTime":"2026-11-30T11:59:59.123Z","publish_time":"2026-11-30T11:59:59.123Z"},"subscription":"projects/hookline-e2e/subscriptions/play-rtdn"}`)
+}
+
 // ---- Adyen: items signed by the test (the adapter's Signer must agree) ----
 
 const (
@@ -389,11 +438,31 @@ func braintreeXML(id, price string) string {
 }
 
 // pvCases returns every source of the end-to-end server.
+// ---- App Store: a test chain shaped like Apple's stands in for Apple's ----
+
+const (
+	pvAppstoreBundle = "com.example.hookline"
+	pvAppstoreAppID  = 1234567890
+)
+
+// appstoreNotification is a decoded App Store Server Notification V2 whose
+// notificationUUID is id; the test chain signs it (and its transaction).
+func appstoreNotification(t testing.TB, chain *appstoretest.Chain, id string) *providers.Request {
+	tx, err := chain.SignJWS([]byte(`{"transactionId":"2000000123456789","originalTransactionId":"2000000123456789","bundleId":"` + pvAppstoreBundle +
+		`","productId":"com.example.hookline.pro.monthly","type":"Auto-Renewable Subscription","environment":"Production","signedDate":1764504000000}`))
+	require.NoError(t, err)
+	return pvJSON(`{"notificationType":"DID_CHANGE_RENEWAL_STATUS","subtype":"AUTO_RENEW_DISABLED","notificationUUID":"` + id + `","version":"2.0",` +
+		`"data":{"appAppleId":` + fmt.Sprint(pvAppstoreAppID) + `,"bundleId":"` + pvAppstoreBundle + `","bundleVersion":"42","environment":"Production",` +
+		`"signedTransactionInfo":"` + tx + `","status":1}}`)
+}
+
 func pvCases(t testing.TB) []*pvCase {
 	pp := newPvPaypal(t)
 	pl := newPvPlaid(t)
 	sn := newPvSns(t)
 	sg := newPvSendgrid(t)
+	as := appstoretest.MustChain(appstoretest.Options{})
+	gp := newPvGoogleplay(t)
 	svixSign := func(t testing.TB, p providers.Provider, req *providers.Request, now time.Time) {
 		require.NoError(t, p.(providers.Signer).Sign(req, now))
 		for _, h := range []string{"Id", "Timestamp", "Signature"} {
@@ -415,6 +484,15 @@ func pvCases(t testing.TB) []*pvCase {
 				return pvJSON(`{"id":"` + id + `","event_version":"1.0","create_time":"2026-11-30T11:59:58.123Z","resource_type":"capture","resource_version":"2.0","event_type":"PAYMENT.CAPTURE.COMPLETED","summary":"Payment completed for $ 20.0 USD","resource":{"id":"80F85758S3080410K","status":"COMPLETED","amount":{"value":"20.00","currency_code":"USD"},"final_capture":true},"links":[{"href":"https://api.paypal.com/v1/notifications/webhooks-events/` + id + `","rel":"self","method":"GET"}]}`)
 			},
 			sign: pp.sign, wantIDs: one, wantType: "PAYMENT.CAPTURE.COMPLETED",
+		},
+		{
+			provider: "appstore",
+			settings: map[string]any{"bundle_id": pvAppstoreBundle, "app_apple_id": pvAppstoreAppID, "root_certs": []string{as.RootPEM()}},
+			delivery: func(id string) *providers.Request { return appstoreNotification(t, as, id) },
+			sign: func(t testing.TB, _ providers.Provider, req *providers.Request, now time.Time) {
+				require.NoError(t, as.Sign(req, now))
+			},
+			wantIDs: one, wantType: "DID_CHANGE_RENEWAL_STATUS.AUTO_RENEW_DISABLED",
 		},
 		{
 			provider: "adyen", secrets: []string{pvAdyenKey},
@@ -622,6 +700,23 @@ func pvCases(t testing.TB) []*pvCase {
 					panic("sns: the Message is not in the body")
 				}
 				req.Body = tampered
+			},
+		},
+		{
+			provider: "googleplay",
+			settings: map[string]any{"audience": pvGoogleplayAudience, "service_account": pvGoogleplayAccount,
+				"package_name": "com.example.hookline", "keys_url": gp.keysURL},
+			delivery: googleplayPush, sign: gp.sign, wantIDs: one, wantType: "subscriptionNotification",
+			// The token does not cover the body: a token for another
+			// audience is the tamper.
+			tamper: func(req *providers.Request) {
+				tok, err := googleplay.SignToken(gp.key, pvGoogleplayKid, googleplay.Claims{Issuer: "https://accounts.google.com",
+					Audience: pvGoogleplayAudience + "/other", Email: pvGoogleplayAccount, EmailVerified: true,
+					IssuedAt: time.Now(), Expiry: time.Now().Add(time.Hour)})
+				if err != nil {
+					panic(err)
+				}
+				req.Header.Set("Authorization", "Bearer "+tok)
 			},
 		},
 		{

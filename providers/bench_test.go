@@ -28,7 +28,9 @@ var benchProbes = map[string]struct {
 	settings map[string]any
 }{
 	"adyen":            {secrets: []string{"44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"}},
+	"appstore":         {settings: map[string]any{"bundle_id": "com.example.app", "app_apple_id": 1234567890}},
 	"braintree":        {secrets: []string{"public_key:private_key"}},
+	"googleplay":       {settings: map[string]any{"audience": "https://hooks.example.com/webhooks/googleplay", "service_account": "rtdn-push@example-project.iam.gserviceaccount.com"}},
 	"hmac":             {secrets: []string{"s"}, settings: map[string]any{"header": "X-Signature"}},
 	"mollie":           {settings: map[string]any{"allow_unsigned": true}},
 	"paypal":           {settings: map[string]any{"webhook_id": "WH-1"}},
@@ -94,6 +96,14 @@ var benchDeliveries = map[string]func() *providers.Request{
 	"adyen": func() *providers.Request {
 		return benchRequest(`{"live":"false","notificationItems":[{"NotificationRequestItem":{"additionalData":{"authCode":"058705","cardSummary":"0010"},"amount":{"currency":"EUR","value":1130},"eventCode":"AUTHORISATION","eventDate":"2026-11-30T12:59:00+01:00","merchantAccountCode":"TestMerchant","merchantReference":"order-42","paymentMethod":"visa","pspReference":"7914073381342284","reason":"058705:0010:03/2030","success":"true"}}]}`)
 	},
+	"appstore": func() *providers.Request {
+		// Apple's body: the JWS's payload is what Resolve reads (its header
+		// and signature are not checked there).
+		enc := base64.RawURLEncoding.EncodeToString
+		payload := `{"notificationType":"DID_CHANGE_RENEWAL_STATUS","subtype":"AUTO_RENEW_DISABLED","notificationUUID":"6b1a3f0c-95bb-4a5e-9d0a-1f0e8a1d2c11",` +
+			`"data":{"appAppleId":1234567890,"bundleId":"com.example.app","bundleVersion":"42","environment":"Production","status":1},"version":"2.0","signedDate":1764503998123}`
+		return benchRequest(`{"signedPayload":"` + enc([]byte(`{"alg":"ES256","x5c":["AA==","AA==","AA=="]}`)) + "." + enc([]byte(payload)) + "." + enc(make([]byte, 64)) + `"}`)
+	},
 	"braintree": func() *providers.Request {
 		xml := `<?xml version="1.0" encoding="UTF-8"?>
 <notification>
@@ -113,6 +123,10 @@ var benchDeliveries = map[string]func() *providers.Request{
 	},
 	"gocardless": func() *providers.Request {
 		return benchRequest(`{"events":[{"id":"EV0001","created_at":"2026-11-30T11:58:02.292Z","resource_type":"payments","action":"confirmed","links":{"payment":"PM0001"},"details":{"origin":"gocardless","cause":"payment_confirmed"},"metadata":{}}],"meta":{"webhook_id":"WB0001"}}`)
+	},
+	"googleplay": func() *providers.Request {
+		// data: a subscription notification (SUBSCRIPTION_RENEWED) of com.example.hookline.
+		return benchRequest(`{"message":{"data":"eyJ2ZXJzaW9uIjoiMS4wIiwicGFja2FnZU5hbWUiOiJjb20uZXhhbXBsZS5ob29rbGluZSIsImV2ZW50VGltZU1pbGxpcyI6IjE3NjQ1MDM5OTgwMDAiLCJzdWJzY3JpcHRpb25Ob3RpZmljYXRpb24iOnsidmVyc2lvbiI6IjEuMCIsIm5vdGlmaWNhdGlvblR5cGUiOjIsInB1cmNoYXNlVG9rZW4iOiJQVVJDSEFTRV9UT0tFTiIsInN1YnNjcmlwdGlvbklkIjoicHJlbWl1bS5tb250aGx5In19","messageId":"136969346945","message_id":"136969346945","publishTime":"2026-11-30T11:59:59.123Z","publish_time":"2026-11-30T11:59:59.123Z"},"subscription":"projects/hookline-example/subscriptions/play-rtdn"}`)
 	},
 	"hmac": func() *providers.Request { return benchRequest(benchJSON) },
 	"lemonsqueezy": func() *providers.Request {

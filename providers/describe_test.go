@@ -15,11 +15,13 @@ import (
 // signature, and why.
 var idSigned = map[string]bool{
 	"adyen":            true,  // pspReference, eventCode and success are among each item's signed fields
+	"appstore":         true,  // notificationUUID, inside the signed JWS payload
 	"braintree":        true,  // read from bt_payload, which is signed
 	"checkout":         true,  // json:id of the signed body
 	"coinbase":         true,  // json:event.id of the signed body
 	"github":           false, // X-GitHub-Hook-ID and X-GitHub-Delivery are not signed
 	"gocardless":       true,  // each item's json:id, within the signed body
+	"googleplay":       false, // json:message.messageId of a body the OIDC token does not cover
 	"hmac":             false, // no default id: the source configures it
 	"lemonsqueezy":     true,  // composite from the signed body (X-Event-Name only stands in for a missing meta.event_name)
 	"mercadopago":      false, // json:id of a body the manifest does not cover
@@ -63,8 +65,11 @@ var idSigned = map[string]bool{
 
 // signsNothing are the adapters whose IDSigned is false and that have no
 // signed content to key a replay on: hmac (no default id; what a source
-// configures may be signed or not) and xendit (a static token, no signature).
+// configures may be signed or not), xendit (a static token, no signature)
+// and googleplay (an ID token that covers nothing of the body).
 var signsNothing = map[string]bool{"hmac": true, "xendit": true,
+	// The Pub/Sub push's ID token authenticates the sender, not the body.
+	"googleplay": true,
 	// Static tokens and HTTP Basic credentials (providers/hmacspec).
 	"chargebee": true, "flutterwave": true, "gitlab": true, "postmark": true, "telegram": true}
 

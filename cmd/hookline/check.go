@@ -103,7 +103,9 @@ var probes = map[string]struct {
 	settings map[string]any
 }{
 	"adyen":            {secrets: []string{"44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"}},
+	"appstore":         {settings: map[string]any{"bundle_id": "com.example.app", "app_apple_id": 1234567890}},
 	"braintree":        {secrets: []string{"public_key:private_key"}},
+	"googleplay":       {settings: map[string]any{"audience": "https://hooks.example.com/webhooks/googleplay", "service_account": "rtdn-push@example-project.iam.gserviceaccount.com"}},
 	"hmac":             {secrets: []string{"s"}, settings: map[string]any{"header": "X-Signature"}},
 	"mollie":           {settings: map[string]any{"allow_unsigned": true}},
 	"paypal":           {settings: map[string]any{"webhook_id": "WH-1"}},

@@ -59,12 +59,14 @@ type sendSource struct {
 // format) and a few with key-resolver overrides.
 var sendSources = []sendSource{
 	{name: "adyen", provider: "adyen", yaml: `secrets: ["44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"]`},
+	{name: "appstore", provider: "appstore", yaml: `appstore: {bundle_id: com.example.app, app_apple_id: 1234567890}`, cannotSign: true},
 	{name: "braintree", provider: "braintree", yaml: `secrets: ["hk7zqxwp4v2bs5jc:4e7f0a1b9c2d8e3f6a5b4c7d0e9f8a1b"]`},
 	{name: "checkout", provider: "checkout", yaml: `secrets: ["0a4c7b2e-checkout-send"]
     checkout: {authorization_key: "cko-auth-send"}`},
 	{name: "coinbase", provider: "coinbase", yaml: `secrets: ["coinbase_send_secret"]`},
 	{name: "github", provider: "github", yaml: `secrets: ["It's a Secret to Everybody"]`},
 	{name: "gocardless", provider: "gocardless", yaml: `secrets: ["gocardless_send_secret"]`},
+	{name: "googleplay", provider: "googleplay", yaml: `googleplay: {audience: "https://hooks.example.com/webhooks/googleplay", service_account: "rtdn-push@example-project.iam.gserviceaccount.com"}`, cannotSign: true},
 	{name: "hmac", provider: "hmac", yaml: `secrets: ["acme_send_secret"]
     hmac: {header: X-Acme-Signature, algorithm: sha256, encoding: hex, prefix: "sha256=", timestamp_header: X-Acme-Timestamp}
     event_id: "header:X-Acme-Delivery"

@@ -10,11 +10,13 @@ package all
 
 import (
 	_ "github.com/hookline/hookline/providers/adyen"
+	_ "github.com/hookline/hookline/providers/appstore"
 	_ "github.com/hookline/hookline/providers/braintree"
 	_ "github.com/hookline/hookline/providers/checkout"
 	_ "github.com/hookline/hookline/providers/coinbase"
 	_ "github.com/hookline/hookline/providers/github"
 	_ "github.com/hookline/hookline/providers/gocardless"
+	_ "github.com/hookline/hookline/providers/googleplay"
 	_ "github.com/hookline/hookline/providers/hmac"
 	_ "github.com/hookline/hookline/providers/hmacspec"
 	_ "github.com/hookline/hookline/providers/lemonsqueezy"
