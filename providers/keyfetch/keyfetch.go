@@ -16,6 +16,10 @@
 //     is more than DefaultMaxWait away is not made: the lookup fails with
 //     ErrRateLimited, which wraps providers.ErrUnavailable, so the delivery is
 //     answered 503 and the sender retries.
+//   - Certs puts both together for the schemes whose delivery names an X.509
+//     certificate by URL (PayPal, SNS): fetched without following
+//     redirects, read up to a size, kept until its NotAfter, its RSA key
+//     answered only while the certificate is current.
 //
 // Failures that say nothing about the key (errors wrapping
 // providers.ErrUnavailable: a network error, a timeout, a 408, 429 or 5xx

@@ -268,35 +268,7 @@ func (v *Verifier) Split(r *providers.Request) ([]providers.Item, error) {
 	if !list.IsArray() {
 		return nil, fmt.Errorf("%w: body is not a JSON array of events", providers.ErrMalformed)
 	}
-	var out []providers.Item
-	var err error
-	list.ForEach(func(_, el gjson.Result) bool {
-		i := len(out)
-		if !el.IsObject() {
-			err = fmt.Errorf("%w: event [%d] is not an object", providers.ErrMalformed, i)
-			return false
-		}
-		// gjson reports where Raw starts in the body; check it rather than trust it.
-		end := el.Index + len(el.Raw)
-		if el.Index <= 0 || end > len(r.Body) || !bytes.Equal(r.Body[el.Index:end], []byte(el.Raw)) {
-			err = fmt.Errorf("%w: cannot locate event [%d] in the body", providers.ErrMalformed, i)
-			return false
-		}
-		ev, eerr := event(el)
-		if eerr != nil {
-			err = fmt.Errorf("event [%d]: %w", i, eerr)
-			return false
-		}
-		out = append(out, providers.Item{Body: r.Body[el.Index:end], Offset: el.Index, Event: ev})
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: the array of events is empty", providers.ErrMalformed)
-	}
-	return out, nil
+	return providers.ArrayItems(r.Body, list, "body", event)
 }
 
 // Resolve implements providers.Resolver with the first event (ingest splits

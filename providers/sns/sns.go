@@ -69,19 +69,14 @@
 package sns
 
 import (
-	"context"
 	"crypto"
 	"crypto/rsa"
 	"crypto/sha1"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -107,9 +102,6 @@ const (
 var CertHostPattern = regexp.MustCompile(`^sns\.[a-zA-Z0-9\-]{3,}\.amazonaws\.com(\.cn)?$`)
 
 const (
-	maxCachedCerts = 64
-	maxCertBytes   = 64 << 10
-	fetchTimeout   = 10 * time.Second
 	// maxCertURLBytes bounds SigningCertURL (SNS's are about 100 bytes),
 	// and so the memory a remembered answer about a URL takes.
 	maxCertURLBytes = 2048
@@ -132,12 +124,7 @@ type Verifier struct {
 	hosts     map[string]bool // lowercased host or host:port, from cert_hosts
 	tolerance time.Duration   // zero: Timestamp is not checked
 	now       func() time.Time
-	client    *http.Client
-
-	// certs caches certificates by URL and coalesces their fetches; limiter
-	// bounds the fetches this adapter makes.
-	certs   *keyfetch.Cache[cert]
-	limiter *keyfetch.Limiter
+	certs     *keyfetch.Certs // the certificates deliveries name, fetched within bounds
 }
 
 // ValidTopicArn reports whether s is a topic ARN:
@@ -169,9 +156,7 @@ func New(cfg providers.Config) (*Verifier, error) {
 		hosts:     map[string]bool{},
 		tolerance: cfg.Tolerance,
 		now:       cfg.NowFunc(),
-		limiter:   keyfetch.NewDefaultLimiter(),
 	}
-	v.certs = keyfetch.NewCache[cert](keyfetch.Options{MaxEntries: maxCachedCerts, Now: v.now})
 	for i, arn := range cfg.Secrets {
 		if !ValidTopicArn(arn) {
 			hint := ""
@@ -189,13 +174,7 @@ func New(cfg providers.Config) (*Verifier, error) {
 		}
 		v.hosts[h] = true
 	}
-	base := cfg.HTTPClient
-	if base == nil {
-		base = &http.Client{Timeout: fetchTimeout}
-	}
-	c := *base
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	v.client = &c
+	v.certs = keyfetch.NewCerts(keyfetch.CertsOptions{Name: "SNS's", Client: cfg.HTTPClient, Now: v.now})
 	return v, nil
 }
 
@@ -242,115 +221,6 @@ func (v *Verifier) CertURLAllowed(raw string) (*url.URL, bool) {
 		return u, true
 	}
 	return nil, false
-}
-
-// errFetch marks certificate fetch failures. Verify wraps them in
-// providers.ErrInvalidSignature unless they wrap providers.ErrUnavailable.
-var errFetch = errors.New("cannot get the SNS signing certificate")
-
-// unavailable is a fetch that failed for network reasons.
-func unavailable(format string, args ...any) error {
-	return fmt.Errorf("%w: %w: "+format, append([]any{providers.ErrUnavailable, errFetch}, args...)...)
-}
-
-// cert is what the adapter keeps of a fetched certificate.
-type cert struct {
-	key                 *rsa.PublicKey
-	notBefore, notAfter time.Time
-}
-
-// publicKey returns the key of the certificate at u if it is current: from
-// the cache, or fetched (within the rate limit, one fetch at a time per URL).
-func (v *Verifier) publicKey(u *url.URL) (*rsa.PublicKey, error) {
-	c, err := v.certs.Get(u.String(), func(time.Time) (cert, time.Time, error) {
-		c, err := v.fetchCert(u)
-		return c, c.notAfter, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	// A certificate that is not current is refused. One not yet valid stays
-	// cached (it becomes usable at its NotBefore); one past its NotAfter is
-	// never kept, so a renewed certificate at the same URL is picked up.
-	now := v.now()
-	if now.Before(c.notBefore) || now.After(c.notAfter) {
-		return nil, fmt.Errorf("%w: the certificate is not valid now", errFetch)
-	}
-	return c.key, nil
-}
-
-// fetchCert fetches the certificate at u. Errors wrap errFetch; those that
-// say nothing about the certificate (no turn within the rate limit, a network
-// error, a 408, 429 or 5xx answer) also wrap providers.ErrUnavailable.
-func (v *Verifier) fetchCert(u *url.URL) (cert, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return cert{}, fmt.Errorf("%w: %v", errFetch, err)
-	}
-	if err := v.limiter.Wait(ctx); err != nil {
-		return cert{}, fmt.Errorf("%w: %w", errFetch, err)
-	}
-	resp, err := v.client.Do(req)
-	if err != nil {
-		return cert{}, unavailable("%v", err)
-	}
-	defer resp.Body.Close()
-	if keyfetch.Transient(resp.StatusCode) {
-		return cert{}, unavailable("%s answered %d", u.Host, resp.StatusCode)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return cert{}, fmt.Errorf("%w: %s answered %d", errFetch, u.Host, resp.StatusCode)
-	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxCertBytes+1))
-	if err != nil {
-		return cert{}, unavailable("%v", err)
-	}
-	return parseCert(raw)
-}
-
-// parseCert reads the answer of a certificate URL: at most maxCertBytes, a
-// certificate (see ParseCertificate) holding an RSA key. Its validity period
-// is not checked here. Errors wrap errFetch.
-func parseCert(raw []byte) (cert, error) {
-	if len(raw) > maxCertBytes {
-		return cert{}, fmt.Errorf("%w: certificate response over %d bytes", errFetch, maxCertBytes)
-	}
-	c, err := ParseCertificate(raw)
-	if err != nil {
-		return cert{}, err
-	}
-	pub, ok := c.PublicKey.(*rsa.PublicKey)
-	if !ok {
-		return cert{}, fmt.Errorf("%w: the certificate key is not RSA", errFetch)
-	}
-	return cert{key: pub, notBefore: c.NotBefore, notAfter: c.NotAfter}, nil
-}
-
-// ParseCertificate returns the first certificate of a PEM bundle (SNS serves
-// one PEM certificate) or of a DER certificate.
-func ParseCertificate(raw []byte) (*x509.Certificate, error) {
-	rest := raw
-	for {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
-		if block.Type == "CERTIFICATE" {
-			c, err := x509.ParseCertificate(block.Bytes)
-			if err != nil {
-				return nil, fmt.Errorf("%w: unparseable certificate", errFetch)
-			}
-			return c, nil
-		}
-	}
-	c, err := x509.ParseCertificate(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%w: no certificate in the response", errFetch)
-	}
-	return c, nil
 }
 
 // checkFields checks what m must carry besides its signature: the keys
@@ -439,7 +309,7 @@ func (v *Verifier) Verify(r *providers.Request) error {
 	if err != nil || len(sig) == 0 {
 		return fmt.Errorf("%w: Signature is not base64", providers.ErrInvalidSignature)
 	}
-	pub, err := v.publicKey(u)
+	pub, err := v.certs.PublicKey(u)
 	if errors.Is(err, providers.ErrUnavailable) {
 		return err
 	}

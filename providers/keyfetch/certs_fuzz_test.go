@@ -1,4 +1,4 @@
-package paypal
+package keyfetch
 
 import (
 	"crypto/ecdsa"
@@ -19,7 +19,7 @@ import (
 func fuzzCertDER(f *testing.F, pub, priv any) []byte {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "messageverificationcerts.paypal.com"},
+		Subject:      pkix.Name{CommonName: "certs.example.com"},
 		NotBefore:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		NotAfter:     time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC),
 	}
@@ -30,10 +30,10 @@ func fuzzCertDER(f *testing.F, pub, priv any) []byte {
 	return der
 }
 
-// FuzzParseCert fuzzes what is read from a certificate URL's answer: no
-// panics; an accepted answer holds a certificate with an RSA key, fits in
-// maxCertBytes, and its failures are signature errors (errFetch), never
-// ErrUnavailable.
+// FuzzParseCert fuzzes what Certs reads from a certificate URL's answer: no
+// panics; an accepted answer holds a certificate with an RSA key and fits in
+// MaxBytes, and its failures are answers about the URL (ErrCertificate),
+// never providers.ErrUnavailable.
 func FuzzParseCert(f *testing.F) {
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -54,23 +54,24 @@ func FuzzParseCert(f *testing.F) {
 	f.Add(rsaPEM[:len(rsaPEM)/2])
 	f.Add([]byte("-----BEGIN CERTIFICATE-----\n\n-----END CERTIFICATE-----\n"))
 	f.Add([]byte{})
+	certs := NewCerts(CertsOptions{Name: "fuzzed"})
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		c, err := parseCert(raw)
+		c, err := certs.parse(raw)
 		if err != nil {
-			if !errors.Is(err, errFetch) || errors.Is(err, providers.ErrUnavailable) {
+			if !errors.Is(err, ErrCertificate) || errors.Is(err, providers.ErrUnavailable) {
 				t.Fatalf("unexpected error kind: %v", err)
 			}
 			return
 		}
-		if len(raw) > maxCertBytes || c.key == nil || c.key.N == nil || c.key.N.Sign() <= 0 {
-			t.Fatalf("accepted %d bytes with key %+v", len(raw), c.key)
+		if len(raw) > DefaultMaxCertBytes || c.Key == nil || c.Key.N == nil || c.Key.N.Sign() <= 0 {
+			t.Fatalf("accepted %d bytes with key %+v", len(raw), c.Key)
 		}
 		cert, err := ParseCertificate(raw)
 		if err != nil {
-			t.Fatalf("parseCert accepted what ParseCertificate refuses: %v", err)
+			t.Fatalf("parse accepted what ParseCertificate refuses: %v", err)
 		}
-		if !cert.NotBefore.Equal(c.notBefore) || !cert.NotAfter.Equal(c.notAfter) {
-			t.Fatalf("validity %v–%v, want %v–%v", c.notBefore, c.notAfter, cert.NotBefore, cert.NotAfter)
+		if !cert.NotBefore.Equal(c.NotBefore) || !cert.NotAfter.Equal(c.NotAfter) {
+			t.Fatalf("validity %v–%v, want %v–%v", c.NotBefore, c.NotAfter, cert.NotBefore, cert.NotAfter)
 		}
 	})
 }
