@@ -81,7 +81,6 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -181,13 +180,7 @@ func New(cfg providers.Config) (*Verifier, error) {
 	}
 	v.sets = keyfetch.NewCache[*keySet](keyfetch.Options{MaxEntries: 1, Now: v.now})
 	v.kids = keyfetch.NewCache[*rsa.PublicKey](keyfetch.Options{MaxEntries: maxKeys, Now: v.now})
-	base := cfg.HTTPClient
-	if base == nil {
-		base = &http.Client{Timeout: fetchTimeout}
-	}
-	c := *base
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	v.client = &c
+	v.client = keyfetch.NoRedirects(cfg.HTTPClient)
 	return v, nil
 }
 
@@ -209,18 +202,10 @@ func (s *Settings) validate() error {
 		s.KeysURL = DefaultKeysURL
 	}
 	u, err := url.Parse(s.KeysURL)
-	if err != nil || u.Host == "" || u.User != nil || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname()))) {
+	if err != nil || u.Host == "" || u.User != nil || (u.Scheme != "https" && !(u.Scheme == "http" && keyfetch.IsLoopback(u.Hostname()))) {
 		return errors.New("googleplay.keys_url: want an absolute https URL (http only on loopback)")
 	}
 	return nil
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // bearer returns the token of the request's Authorization header.

@@ -78,15 +78,9 @@ func NewCerts(o CertsOptions) *Certs {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxCertBytes
 	}
-	base := o.Client
-	if base == nil {
-		base = &http.Client{Timeout: DefaultFetchTimeout}
-	}
-	client := *base
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &Certs{
 		name:     o.Name,
-		client:   &client,
+		client:   NoRedirects(o.Client),
 		now:      o.Now,
 		maxBytes: o.MaxBytes,
 		cache:    NewCache[Cert](Options{MaxEntries: o.MaxEntries, Now: o.Now}),

@@ -144,31 +144,19 @@ func New(cfg providers.Config) (*Verifier, error) {
 	}
 	v := &Verifier{
 		webhookID: strings.TrimSpace(s.WebhookID),
-		hosts:     map[string]bool{},
 		tolerance: cfg.Tolerance,
 		now:       cfg.NowFunc(),
 	}
-	for i, h := range hosts {
-		h = strings.ToLower(strings.TrimSpace(h))
-		if h == "" || strings.ContainsAny(h, "/?#@ ") {
-			return nil, fmt.Errorf("paypal.cert_hosts[%d]: want a host or host:port", i)
-		}
-		v.hosts[h] = true
+	hostSet, err := keyfetch.HostSet("paypal.cert_hosts", hosts)
+	if err != nil {
+		return nil, err
 	}
+	v.hosts = hostSet
 	if v.tolerance == 0 {
 		v.tolerance = DefaultTolerance
 	}
 	v.certs = keyfetch.NewCerts(keyfetch.CertsOptions{Name: "PayPal's", Client: cfg.HTTPClient, Now: v.now})
 	return v, nil
-}
-
-// isLoopback reports whether host (without port) is a loopback name or address.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // CertURLAllowed reports whether PAYPAL-CERT-URL value raw may be fetched.
@@ -184,7 +172,7 @@ func (v *Verifier) CertURLAllowed(raw string) (*url.URL, bool) {
 	switch u.Scheme {
 	case "https":
 	case "http":
-		if !isLoopback(host) {
+		if !keyfetch.IsLoopback(host) {
 			return nil, false
 		}
 	default:

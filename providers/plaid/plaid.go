@@ -53,7 +53,6 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -132,7 +131,7 @@ func New(cfg providers.Config) (*Verifier, error) {
 		s.KeyURL = DefaultKeyURL
 	}
 	u, err := url.Parse(s.KeyURL)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname()))) {
+	if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && keyfetch.IsLoopback(u.Hostname()))) {
 		return nil, fmt.Errorf("plaid.key_url: want an absolute https URL (http only on loopback)")
 	}
 	v := &Verifier{
@@ -147,22 +146,8 @@ func New(cfg providers.Config) (*Verifier, error) {
 	if v.tolerance == 0 {
 		v.tolerance = DefaultTolerance
 	}
-	base := cfg.HTTPClient
-	if base == nil {
-		base = &http.Client{Timeout: fetchTimeout}
-	}
-	c := *base
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	v.client = &c
+	v.client = keyfetch.NoRedirects(cfg.HTTPClient)
 	return v, nil
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Token is a parsed, not yet verified, Plaid-Verification JWT.

@@ -153,7 +153,6 @@ func New(cfg providers.Config) (*Verifier, error) {
 	}
 	v := &Verifier{
 		topics:    map[string]bool{},
-		hosts:     map[string]bool{},
 		tolerance: cfg.Tolerance,
 		now:       cfg.NowFunc(),
 	}
@@ -167,24 +166,13 @@ func New(cfg providers.Config) (*Verifier, error) {
 		}
 		v.topics[arn] = true
 	}
-	for i, h := range s.CertHosts {
-		h = strings.ToLower(strings.TrimSpace(h))
-		if h == "" || strings.ContainsAny(h, "/?#@ ") {
-			return nil, fmt.Errorf("sns.cert_hosts[%d]: want a host or host:port", i)
-		}
-		v.hosts[h] = true
+	hostSet, err := keyfetch.HostSet("sns.cert_hosts", s.CertHosts)
+	if err != nil {
+		return nil, err
 	}
+	v.hosts = hostSet
 	v.certs = keyfetch.NewCerts(keyfetch.CertsOptions{Name: "SNS's", Client: cfg.HTTPClient, Now: v.now})
 	return v, nil
-}
-
-// isLoopback reports whether host (without port) is a loopback name or address.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // CertURLAllowed reports whether SigningCertURL value raw may be fetched:
@@ -208,7 +196,7 @@ func (v *Verifier) CertURLAllowed(raw string) (*url.URL, bool) {
 			return u, true
 		}
 	case "http":
-		if !isLoopback(host) {
+		if !keyfetch.IsLoopback(host) {
 			return nil, false
 		}
 	default:
