@@ -219,7 +219,7 @@ func (w *EventWorker) claimAndStartTx(ctx context.Context, r *run, opts idem.Opt
 }
 
 // handle runs a Go handler in transactional mode: its writes, the claim's
-// completed mark and the River job's completion commit together.
+// completed mark and the River job's removal commit together.
 func (w *EventWorker) handle(ctx context.Context, r *run) error {
 	r.start = time.Now()
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
@@ -234,8 +234,9 @@ func (w *EventWorker) handle(ctx context.Context, r *run) error {
 	return err
 }
 
-// complete marks claim, destination and River job completed, logs the
-// attempt (status: the destination's answer, 0 for a Go handler), and takes
+// complete marks claim and destination completed, removes the River job,
+// logs the attempt (status: the destination's answer, 0 for a Go handler),
+// and takes
 // the destination out of the dead set (a provider retry or operator replay
 // that has now succeeded), in ONE statement (completeSQL): atomic on its
 // own, so the HTTP path needs no explicit transaction; in transactional
@@ -274,7 +275,7 @@ func (w *EventWorker) complete(ctx context.Context, q sender, r *run, status int
 	if err := r.claim.ReportCompleted(n); err != nil {
 		return err
 	}
-	r.jobDone = true // the statement completed the River job too
+	r.jobDone = true // the statement removed the River job too
 	return nil
 }
 

@@ -60,9 +60,9 @@ func TestChainRunsTheLineHere(t *testing.T) {
 	want := []int{0, 1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10, 11}
 	require.Equal(t, map[string][]int{"ch_hot": want}, dest.forwards(t), "forwards in acceptance order, the failed one retried before the next")
 
-	requireJobsCompleted(t, b)
+	requireJobsRemoved(t, b, events)
 	var chained int
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = $1 AND attempted_at = scheduled_at`,
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM `+everyJob+` j WHERE kind = $1 AND attempted_at = scheduled_at`,
 		jobs.EventArgs{}.Kind()).Scan(&chained))
 	t.Logf("%d of %d jobs chained", chained, events)
 	require.Positive(t, chained, "no job was taken into a chain (a chained job is attempted at the instant it is scheduled)")
@@ -225,7 +225,7 @@ func TestChainTakesAvailableJobs(t *testing.T) {
 		require.Equal(t, want, forwards[id], id)
 	}
 	mu.Unlock()
-	requireJobsCompleted(t, b)
+	requireJobsRemoved(t, b, events)
 	var ahead int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_claims c
 		WHERE EXISTS (SELECT 1 FROM hookline_claims p WHERE p.key <> c.key AND p.completed_at = c.claimed_at)`).Scan(&ahead))
@@ -265,13 +265,19 @@ func TestChainTakesAnotherLinesHead(t *testing.T) {
 	require.Positive(t, heads, "no line's head was taken by a worker completing another line's event")
 }
 
-// requireJobsCompleted: every event job ended completed.
-func requireJobsCompleted(t *testing.T, b *bundle) {
+// requireJobsRemoved: every event job (n of them) was removed from River's
+// table while running, by the completion of its event; none is left.
+func requireJobsRemoved(t *testing.T, b *bundle, n int) {
 	t.Helper()
+	var left, removed int
 	var states []string
-	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT array_agg(DISTINCT state::text) FROM river_job WHERE kind = $1`,
-		jobs.EventArgs{}.Kind()).Scan(&states))
-	require.Equal(t, []string{"completed"}, states)
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM river_job WHERE kind = $1),
+			(SELECT count(*) FROM removed_river_job WHERE kind = $1),
+			(SELECT array_agg(DISTINCT state::text) FROM removed_river_job WHERE kind = $1)`,
+		jobs.EventArgs{}.Kind()).Scan(&left, &removed, &states))
+	require.Zero(t, left, "event jobs left in River's table")
+	require.Equal(t, n, removed)
+	require.Equal(t, []string{"running"}, states)
 }
 
 // requireRetriedOnce: the event's job failed once and then completed: River
@@ -281,7 +287,7 @@ func requireRetriedOnce(t *testing.T, b *bundle, eventID string) {
 	t.Helper()
 	var attempt, errs, attempts int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT j.attempt, coalesce(array_length(j.errors, 1), 0), r.attempts
-		FROM river_job j JOIN hookline_event_destinations r ON r.event_id = j.args->>'event_id'
+		FROM `+everyJob+` j JOIN hookline_event_destinations r ON r.event_id = j.args->>'event_id'
 		WHERE j.kind = $1 AND j.args->>'event_id' = $2`, jobs.EventArgs{}.Kind(), eventID).Scan(&attempt, &errs, &attempts))
 	require.Equal(t, 2, attempt, eventID)
 	require.Equal(t, 1, errs, eventID)

@@ -18,7 +18,7 @@
 //  5. Success: in one statement (inside the handler's transaction in
 //     transactional mode), mark the claim completed (only if our token
 //     still holds), the destination completed, the attempt logged, and the
-//     River job completed. Failure: release the claim and record the error;
+//     River job removed (its record is the destination's). Failure: release the claim and record the error;
 //     after the last attempt the destination goes to the dead set with
 //     reason failed.
 //
@@ -237,7 +237,7 @@ type run struct {
 	// claimed is this job's claim and attempt, taken with the job itself
 	// when the worker took it into a chain (nil: claim it now).
 	claimed *startRow
-	// jobDone: the completion statement completed the River job as well.
+	// jobDone: the completion statement removed the River job as well.
 	jobDone bool
 }
 

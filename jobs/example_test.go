@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/hookline/hookline/ingest"
@@ -49,9 +48,6 @@ func ExampleHandlerFunc() {
 		panic(err)
 	}
 	defer client.Stop(ctx) //nolint:errcheck
-	completed, stopEvents := client.Subscribe(river.EventKindJobCompleted)
-	defer stopEvents()
-
 	// Ingest: verify Stripe signatures, store, enqueue.
 	verifier, _ := stripe.New(providers.Config{Secrets: []string{"whsec_example"}})
 	srv, err := ingest.New(ingest.Config{Pool: pool, River: client, IngestRoutes: true, Logger: slog.New(slog.DiscardHandler),
@@ -77,13 +73,16 @@ func ExampleHandlerFunc() {
 		resp.Body.Close()
 	}
 
-	// One event job (the duplicates never reached the queue); the periodic
-	// clean-up job completes too, so wait for the event's.
-	timeout := time.After(10 * time.Second)
+	// One event job (the duplicates never reached the queue): wait for the
+	// event to complete, as the admin API's event lookup reports it.
+	events := jobs.NewEvents(pool)
+	poll, timeout := time.NewTicker(20*time.Millisecond), time.After(10*time.Second)
+	defer poll.Stop()
 	for done := false; !done; {
 		select {
-		case ev := <-completed:
-			done = ev.Job.Kind == (jobs.EventArgs{}).Kind()
+		case <-poll.C:
+			st, err := events.Lookup(ctx, "stripe", "evt_1")
+			done = err == nil && st.State == "completed"
 		case <-timeout:
 			panic("the event was not processed")
 		}

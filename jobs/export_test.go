@@ -26,10 +26,10 @@ func ExplainForTest(ctx context.Context, conn *pgxpool.Conn, query string) (stri
 	return plan.String(), rows.Err()
 }
 
-// CompleteRunningJobForTest runs the worker's completion of job id on its
-// own (in the worker it is a part of completeSQL).
-func CompleteRunningJobForTest(ctx context.Context, pool *pgxpool.Pool, id int64) error {
-	_, err := pool.Exec(ctx, completeRunningJobSQL("$1", "true"), id)
+// DeleteRunningJobForTest runs the worker's removal of job id on its own
+// (in the worker it is a part of completeSQL).
+func DeleteRunningJobForTest(ctx context.Context, pool *pgxpool.Pool, id int64) error {
+	_, err := pool.Exec(ctx, deleteRunningJobSQL("$1", "true"), id)
 	return err
 }
 

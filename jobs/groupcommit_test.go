@@ -80,7 +80,9 @@ func TestGroupCommitMatchesPerEvent(t *testing.T) {
 		o.rows = strs(`SELECT array_agg(event_id || ' ' || state || ' ' || attempts ORDER BY event_id) FROM hookline_event_destinations`)
 		o.log = strs(`SELECT array_agg(event_id || ' ' || n || ' ' || status ORDER BY event_id, n) FROM hookline_attempts`)
 		o.claims = strs(`SELECT array_agg(state || ' ' || n) FROM (SELECT state, count(*) n FROM hookline_claims GROUP BY 1) x`)
-		o.jobs = strs(`SELECT array_agg(state || ' ' || n) FROM (SELECT state::text, count(*) n FROM river_job WHERE kind = '` + jobs.EventArgs{}.Kind() + `' GROUP BY 1) x`)
+		o.jobs = strs(`SELECT array_agg(t || state || ' ' || n) FROM (
+			SELECT 'left ' t, state::text, count(*) n FROM river_job WHERE kind = '` + jobs.EventArgs{}.Kind() + `' GROUP BY 1, 2
+			UNION ALL SELECT 'removed ', state::text, count(*) FROM removed_river_job WHERE kind = '` + jobs.EventArgs{}.Kind() + `' GROUP BY 1, 2) x`)
 		mu.Lock()
 		o.forward = maps.Clone(forwards)
 		mu.Unlock()
@@ -91,7 +93,7 @@ func TestGroupCommitMatchesPerEvent(t *testing.T) {
 	require.Equal(t, perEvent, batched)
 	require.Len(t, batched.rows, events)
 	require.Equal(t, []string{fmt.Sprint("completed ", events)}, batched.claims)
-	require.Equal(t, []string{fmt.Sprint("completed ", events)}, batched.jobs)
+	require.Equal(t, []string{fmt.Sprint("removed running ", events)}, batched.jobs, "the job of each event removed by its completion")
 	require.True(t, slices.Contains(batched.log, "evt_gc_000 1 500") && slices.Contains(batched.log, "evt_gc_000 2 200"), batched.log[:4])
 
 	shared := sharedBatches(t, reg)

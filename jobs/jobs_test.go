@@ -53,6 +53,7 @@ func startWith(t *testing.T, src *jobs.Source, reject bool, tune func(*jobs.Clie
 func startOrdered(t *testing.T, src *jobs.Source, reject bool, tune func(*jobs.ClientConfig), ordering *ingest.Ordering) *bundle {
 	t.Helper()
 	pool := pgtest.NewPool(t)
+	keepRemovedJobs(t, pool)
 	src.Name = "s"
 	cfg := jobs.ClientConfig{Pool: pool, Sources: []*jobs.Source{src}, Workers: 20, Logger: quiet()}
 	tune(&cfg)
@@ -78,6 +79,23 @@ func startOrdered(t *testing.T, src *jobs.Source, reject bool, tune func(*jobs.C
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	return &bundle{pool: pool, client: client, ingest: hs.URL + "/webhooks/s"}
 }
+
+// keepRemovedJobs copies each River job row to removed_river_job as it is
+// deleted (the worker removes an event's job when the event completes), so
+// that a test can still read what River recorded on it: its state when
+// removed, its attempt, errors and timestamps. everyJob reads both tables.
+func keepRemovedJobs(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `CREATE TABLE removed_river_job (LIKE river_job);
+		CREATE FUNCTION keep_removed_river_job() RETURNS trigger LANGUAGE plpgsql AS
+			$$ BEGIN INSERT INTO removed_river_job SELECT OLD.*; RETURN OLD; END $$;
+		CREATE TRIGGER keep_removed_river_job BEFORE DELETE ON river_job FOR EACH ROW EXECUTE FUNCTION keep_removed_river_job()`)
+	require.NoError(t, err)
+}
+
+// everyJob is every River job row, those in River's table and those
+// removed from it (keepRemovedJobs), as a FROM item.
+const everyJob = `(SELECT * FROM river_job UNION ALL SELECT * FROM removed_river_job)`
 
 // send delivers event id as Stripe would, and returns the answer's status
 // (accepted or duplicate). Like Stripe it retries a 503 (ingest saturated or
@@ -245,14 +263,18 @@ func TestCompletedEventIsDuplicate(t *testing.T) {
 			require.Equal(t, "duplicate", b.send(t, "evt_once"))
 
 			// A second job for a completed event (as after a rescue race)
-			// does not call the destination.
+			// does not call the destination. The first was removed with
+			// its event's completion; River completes the second.
 			_, err := b.client.Insert(context.Background(), jobs.EventArgs{Source: "s", EventID: "evt_once"}, nil)
 			require.NoError(t, err)
 			require.Eventually(t, func() bool {
 				var n int
 				_ = b.pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE state='completed' AND kind='hookline.event'`).Scan(&n)
-				return n == 2
+				return n == 1
 			}, 30*time.Second, 20*time.Millisecond)
+			var removed []string
+			require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT array_agg(state::text) FROM removed_river_job`).Scan(&removed))
+			require.Equal(t, []string{"running"}, removed, "the first job, removed while running by its completion")
 			v, _ := calls.Load("evt_once")
 			require.Equal(t, 1, *(v.(*int)))
 			var dead int

@@ -25,7 +25,7 @@ import (
 // hookline goes through River's API where it can (InsertManyTx, InsertTx,
 // JobRetryTx, JobCompleteTx). Where a statement of its own is cheaper — the
 // group committer inserts a batch's jobs in the statement that stores the
-// batch, the worker completes its job in the statement that completes the
+// batch, the worker removes its job in the statement that completes the
 // event — or where River has no API (queue depth, the sweep's anti-join),
 // the SQL is built here and nowhere else: this file is the only one outside
 // the migrations that names a River table, column or function.
@@ -165,20 +165,30 @@ func notifyQueueSQL(queue string) string {
 	return `pg_notify(coalesce(current_schema() || '.', '') || 'river_insert', '{"queue": "' || ` + queue + ` || '"}')`
 }
 
-// completeRunningJobSQL marks job id completed as river.JobCompleteTx would
-// (state completed, finalized_at), only while it is running; guard adds
-// conditions of the caller's. River's completer still reports the job after
-// Work returns, finds it no longer running and leaves it.
-func completeRunningJobSQL(id, guard string) string {
-	return `UPDATE river_job j SET state = 'completed', finalized_at = now()
+// deleteRunningJobSQL removes job id, only while it is running, in the
+// statement that completes its event's destination (completeSQL; guard
+// adds conditions of the caller's). A completed event's record is
+// hookline's (its destination row and attempts log), so River's row of the
+// job would only be written once more (marked completed, a new version with
+// an entry in each of River's indexes) and deleted by River's cleaner a day
+// later; deleting it at once is the cheapest of the three. River's completer
+// still reports the job after Work returns, finds no row, and does nothing:
+// no EventKindJobCompleted is emitted for it, and River's UI does not list
+// it among completed jobs. A job removed this way no longer holds its
+// event's unique slot, exactly as a completed one would not (UniqueStates).
+// The jobs of destinations that go dead are not removed: they are
+// finished as River finishes them (JobCompleteTx), and a dead item's retry
+// inserts a new job.
+func deleteRunningJobSQL(id, guard string) string {
+	return `DELETE FROM river_job j
 		WHERE j.id = ` + id + ` AND j.state = 'running' AND ` + guard
 }
 
-// completeRunningJobsSQL is completeRunningJobSQL for the jobs whose ids
-// are column id of the FROM item from.
-func completeRunningJobsSQL(from, id, guard string) string {
-	return `UPDATE river_job j SET state = 'completed', finalized_at = now()
-		FROM ` + from + ` WHERE j.id = ` + id + ` AND j.state = 'running' AND ` + guard
+// deleteRunningJobsSQL is deleteRunningJobSQL for the jobs whose ids are
+// column id of the FROM item from.
+func deleteRunningJobsSQL(from, id, guard string) string {
+	return `DELETE FROM river_job j
+		USING ` + from + ` WHERE j.id = ` + id + ` AND j.state = 'running' AND ` + guard
 }
 
 // joinJobSQL gives an active event job an operator's override: its args
@@ -291,12 +301,14 @@ type Querier interface {
 }
 
 // JobStats describes the event jobs River holds, for harnesses that check
-// hookline's promises from outside (the chaos test, the benchmark).
+// hookline's promises from outside (the chaos test, the benchmark). The job
+// of a completed event is not among them: it is removed when the event
+// completes (deleteRunningJobSQL); those of dead events stay.
 type JobStats struct {
-	Total      int // every event job row
+	Total      int // every event job row left
 	Unfinished int // available, pending, retryable, running or scheduled
 	Abandoned  int // discarded or cancelled: River gave up on them
-	Rescued    int // jobs River's rescuer found stuck (their worker died)
+	Rescued    int // jobs left that River's rescuer found stuck (their worker died)
 	// LatestAttempts is, per event destination
 	// ("source:destination:event_id"), the attempt count River recorded on
 	// its newest job.

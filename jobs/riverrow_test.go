@@ -256,9 +256,11 @@ func TestInsertNotifyIsRivers(t *testing.T) {
 	}
 }
 
-// The worker's completion of its job leaves the row as River's
-// JobCompleteTx does; the queue and job statistics read River's states.
-func TestCompletionAndStatsReadRiversRows(t *testing.T) {
+// The worker removes its running job when the event completes; River's
+// completer, which still reports the job after Work returns, then finds no
+// row and does nothing (no error, no event), and a job that is not running
+// is not removed. The queue and job statistics read River's states.
+func TestRemovalAndStatsReadRiversRows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
@@ -284,21 +286,27 @@ func TestCompletionAndStatsReadRiversRows(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, active)
 
-	require.NoError(t, jobs.CompleteRunningJobForTest(ctx, pool, ids[0]))
-	// What River's completer (and JobCompleteTx) run for a completed job.
-	done := riverdriver.JobSetStateCompleted(ids[1], time.Now(), nil)
-	_, err = riverpgxv5.New(pool).GetExecutor().JobSetStateIfRunningMany(ctx, &riverdriver.JobSetStateIfRunningManyParams{
-		ID: []int64{done.ID}, Attempt: []*int{done.Attempt}, ErrData: [][]byte{done.ErrData}, FinalizedAt: []*time.Time{done.FinalizedAt},
-		MetadataDoMerge: []bool{false}, MetadataUpdates: [][]byte{nil}, ScheduledAt: []*time.Time{done.ScheduledAt},
-		State: []rivertype.JobState{done.State},
-	})
+	require.NoError(t, jobs.DeleteRunningJobForTest(ctx, pool, ids[0]))
+	require.NoError(t, jobs.DeleteRunningJobForTest(ctx, pool, ids[2])) // scheduled: left
+	// What River's completer (and JobCompleteTx) run for a completed job,
+	// for the removed job and for one still running.
+	now := time.Now()
+	var params riverdriver.JobSetStateIfRunningManyParams
+	for _, id := range ids[:2] {
+		done := riverdriver.JobSetStateCompleted(id, now, nil)
+		params.ID, params.Attempt, params.ErrData = append(params.ID, done.ID), append(params.Attempt, done.Attempt), append(params.ErrData, done.ErrData)
+		params.FinalizedAt, params.MetadataDoMerge = append(params.FinalizedAt, done.FinalizedAt), append(params.MetadataDoMerge, false)
+		params.MetadataUpdates, params.ScheduledAt = append(params.MetadataUpdates, nil), append(params.ScheduledAt, done.ScheduledAt)
+		params.State = append(params.State, done.State)
+	}
+	rows, err := riverpgxv5.New(pool).GetExecutor().JobSetStateIfRunningMany(ctx, &params)
 	require.NoError(t, err)
-	var same bool
-	require.NoError(t, pool.QueryRow(ctx, `SELECT a.state = b.state AND a.finalized_at IS NOT NULL AND b.finalized_at IS NOT NULL
-		AND (to_jsonb(a) - 'id' - 'args' - 'finalized_at' - 'created_at' - 'scheduled_at' - 'unique_key' - 'attempted_at')
-		  = (to_jsonb(b) - 'id' - 'args' - 'finalized_at' - 'created_at' - 'scheduled_at' - 'unique_key' - 'attempted_at')
-		FROM river_job a, river_job b WHERE a.id = $1 AND b.id = $2`, ids[0], ids[1]).Scan(&same))
-	require.True(t, same, "the worker's completion and River's leave the same row")
+	require.Len(t, rows, 1, "River's completer finds only the job the worker did not remove")
+	require.Equal(t, ids[1], rows[0].ID)
+	require.Equal(t, rivertype.JobStateCompleted, rows[0].State)
+	var left []int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(id ORDER BY id) FROM river_job`).Scan(&left))
+	require.Equal(t, ids[1:], left)
 
 	qs, err := jobs.ReadQueueStats(ctx, pool)
 	require.NoError(t, err)

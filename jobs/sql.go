@@ -145,7 +145,7 @@ func attemptLogSQL(source, eventID, dest string, p int, from string) string {
 //     now) and the attempt is logged;
 //   - its dead item of reason failed leaves the dead set;
 //   - the destination's failure streak, if any, ends;
-//   - the River job is marked completed (completeRunningJobSQL).
+//   - the River job is removed (deleteRunningJobSQL).
 //
 // The job's completion stays in the same statement: left to River's
 // batched completer after Work returns, the job would stay running for a
@@ -184,7 +184,7 @@ func completeSQL(claimSQL string, n int) string {
 		UPDATE hookline_destinations SET failure_streak = 0
 		WHERE source = ` + src + ` AND name = ` + dest + ` AND failure_streak > 0 AND circuit = 'closed'
 			AND EXISTS (SELECT 1 FROM claim)),
-	job AS (` + completeRunningJobSQL(param(n, 5), `(SELECT count(*) FROM ev) >= 0 AND EXISTS (SELECT 1 FROM claim)`) + `)
+	job AS (` + deleteRunningJobSQL(param(n, 5), `(SELECT count(*) FROM ev) >= 0 AND EXISTS (SELECT 1 FROM claim)`) + `)
 	SELECT count(*) FROM claim`
 }
 
@@ -218,7 +218,7 @@ func completeManySQL(completeMany func(input string) string) string {
 		UPDATE hookline_destinations s SET failure_streak = 0
 		FROM (SELECT DISTINCT source, destination FROM done) f
 		WHERE s.source = f.source AND s.name = f.destination AND s.failure_streak > 0 AND s.circuit = 'closed'),
-	job AS (` + completeRunningJobsSQL("done", "done.job_id", "(SELECT count(*) FROM ev) >= 0") + `)
+	job AS (` + deleteRunningJobsSQL("done", "done.job_id", "(SELECT count(*) FROM ev) >= 0") + `)
 	SELECT key FROM claim`
 }
 

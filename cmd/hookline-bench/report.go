@@ -122,7 +122,7 @@ type Result struct {
 	WorkerPeakRSSMB float64 `json:"worker_peak_rss_mb,omitempty"`
 	MeanBatch       float64 `json:"mean_batch_size,omitempty"`
 	SignedInline    int     `json:"signed_inline"`
-	Jobs            int     `json:"event_jobs"`
+	Jobs            int     `json:"event_jobs"` // event jobs run: attempts logged (one per event and destination)
 	Lost            int     `json:"lost"`
 	Double          int     `json:"double"`
 	Stray           int     `json:"stray"`

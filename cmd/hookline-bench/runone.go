@@ -423,9 +423,20 @@ func (rs *runState) check(ctx context.Context) error {
 			stray[id] = true
 		}
 	}
-	r.Stray, r.Jobs = len(stray), js.Total
-	if want := (len(accepted) + len(stray)) * len(dests); js.Total != want {
-		r.Problem = strings.TrimPrefix(r.Problem+fmt.Sprintf("; %d event jobs for %d accepted events and %d destinations", js.Total, len(accepted), len(dests)), "; ")
+	// A completed event's job leaves River's table with its completion, so
+	// the jobs that ran are counted in the attempts log: one attempt per
+	// event and destination (the destination always answers 200), and no
+	// event job may be left waiting, running or given up on.
+	var attempts int
+	if err := rs.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_attempts`).Scan(&attempts); err != nil {
+		return err
+	}
+	r.Stray, r.Jobs = len(stray), attempts
+	if want := (len(accepted) + len(stray)) * len(dests); attempts != want {
+		r.Problem = strings.TrimPrefix(r.Problem+fmt.Sprintf("; %d attempts for %d accepted events and %d destinations", attempts, len(accepted), len(dests)), "; ")
+	}
+	if js.Unfinished > 0 || js.Abandoned > 0 {
+		r.Problem = strings.TrimPrefix(r.Problem+fmt.Sprintf("; %d event jobs unfinished and %d discarded or cancelled after the drain", js.Unfinished, js.Abandoned), "; ")
 	}
 	r.HeldMs = got.heldMs
 	if rs.spec.ordered {

@@ -35,7 +35,7 @@ type Report struct {
 	DestRequests            int // the http source's destination
 	RedeliveredAfterCrash   int // every HTTP destination
 	RedeliveredAfterSuccess int // every HTTP destination
-	Rescued                 int // event jobs River rescued: their worker died (or lost Postgres) mid-attempt
+	Rescued                 int // attempts lost mid-way (their worker died, lost Postgres or let its lease run out), run again
 	MaxCrashGap             time.Duration
 
 	// Lost counts events (any of whose destinations lost it), the others
@@ -162,7 +162,12 @@ func (h *harness) check(ctx context.Context, rep *Report) {
 		return
 	}
 	riverAttempts := js.LatestAttempts // by edKey: attempts River counted on the (event, destination)'s latest job
-	rep.Rescued = js.Rescued
+	// Attempts cut short by a crash: each is logged as lost when the next
+	// attempt starts (River's record of the rescue leaves with the job
+	// when its event completes).
+	if err := h.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_attempts WHERE error LIKE 'lost:%'`).Scan(&rep.Rescued); err != nil {
+		h.violation("read lost attempts: %v", err)
+	}
 	discarded := js.Abandoned
 	var processing int
 	if err := h.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_claims WHERE state = 'processing'`).Scan(&processing); err != nil {
@@ -582,7 +587,7 @@ func (r *Report) Print(w io.Writer) {
 	line("delivered", r.Completed, fmt.Sprintf("completed events: http %d, ledger %d, fanout %d", r.CompletedHTTP, r.CompletedLedger, r.CompletedFanout))
 	line("destination requests", r.DestRequests, "the http source's destination")
 	line("redelivered after crash", r.RedeliveredAfterCrash, fmt.Sprintf("HTTP destination call cut by a kill, retried; slowest retry %s", r.MaxCrashGap.Round(time.Millisecond)))
-	line("rescued after crash", r.Rescued, "event jobs whose worker died or lost Postgres mid-attempt, run again (every source and destination)")
+	line("rescued after crash", r.Rescued, "attempts whose worker died, lost Postgres or outlived its lease mid-attempt, logged as lost and run again (every source and destination)")
 	line("redelivered after 2xx", r.RedeliveredAfterSuccess, "at-least-once: 2xx sent, completion not recorded (HTTP destinations)")
 	line("dead", r.Dead, fmt.Sprintf("events; %d dead items, reason failed (one more each time a re-delivery re-queues a dead one); doomed events: %d (fan-out ones die at flaky only, if routed there)", r.DeadItems, r.Doomed))
 	f := r.Fanout
