@@ -13,10 +13,13 @@ import (
 
 // The worker's batch statements run under force_generic_plan (batch.go):
 // planned once per connection, maybe on the statistics of empty tables (a
-// worker started on a freshly filled queue). Such plans still find every
-// row through an index: none reads a whole table of claims, destinations,
-// deliveries, dead items, attempts, lines or River jobs (the destinations'
-// table has a row per configured destination: a few).
+// worker started on a freshly filled queue, or a fresh database), and kept
+// while the tables grow until autovacuum analyzes them. Such plans still
+// find every row through an index: none reads a whole table of claims,
+// destinations, deliveries, dead items, attempts, lines or River jobs (the
+// destinations' table has a row per configured destination: a few). The
+// plans are made while the tables are empty and read once they hold 20,000
+// rows each, autovacuum kept off them in between.
 func TestBatchStatementsGenericPlansUseIndexes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -28,8 +31,37 @@ func TestBatchStatementsGenericPlansUseIndexes(t *testing.T) {
 	defer conn.Release()
 	tables := `hookline_claims, hookline_deliveries, hookline_events, hookline_event_destinations, hookline_dead, hookline_attempts,
 		hookline_order_keys, river_job`
+	for _, table := range strings.Split(tables, ",") {
+		_, err = conn.Exec(ctx, `ALTER TABLE `+table+` SET (autovacuum_enabled = false)`)
+		require.NoError(t, err)
+	}
 	_, err = conn.Exec(ctx, `ANALYZE hookline_destinations, `+tables)
 	require.NoError(t, err)
+	for _, q := range batchPlansSQL {
+		_, err = conn.Exec(ctx, q)
+		require.NoError(t, err)
+	}
+	statements := map[string]struct{ sql, args string }{
+		"claim": {claimManyStartSQL(store.ClaimManySQL),
+			`ARRAY['hookline:s:d:e1'], ARRAY['job:1:attempt:1'], ARRAY[60000000]::bigint[], ARRAY['s'], ARRAY['e1'], ARRAY['d'], ARRAY[1]::bigint[]`},
+		"claim taken": {claimTakenManyStartSQL(store.ClaimManySQL),
+			`ARRAY['hookline:s:d:e1'], ARRAY['job:1:attempt:1'], ARRAY[60000000]::bigint[], ARRAY['s'], ARRAY['e1'], ARRAY['d'], ARRAY[1]::bigint[],
+			ARRAY[1], 'runner'`},
+		"complete": {completeManySQL(store.CompleteManySQL),
+			`ARRAY['hookline:s:d:e1'], ARRAY[1]::bigint[], ARRAY[1]::bigint[], ARRAY['s'], ARRAY['e1'], ARRAY['d'], ARRAY[1]::bigint[],
+			ARRAY[1]::bigint[], ARRAY[1], ARRAY[200], ARRAY[3], ARRAY[NULL]::text[]`},
+		"lock lines":                 {lockLinesSQL, `ARRAY['s'], ARRAY['d'], ARRAY['key1']`},
+		"take available":             {takeAvailableJobsSQL, `ARRAY['q'], ARRAY[5], 'runner'`},
+		"take available after lines": {takeAvailableJobsAfterLinesSQL, `ARRAY['q'], ARRAY[5], 'runner'`},
+		"advance lines": {advanceLinesSQL,
+			`ARRAY['s'], ARRAY['d'], ARRAY['key1'], ARRAY['e1'], ARRAY[NULL]::text[], ARRAY['']::text[], ARRAY[true], 'runner'`},
+	}
+	for name, st := range statements {
+		_, err := conn.Exec(ctx, `PREPARE "`+name+`" AS `+st.sql)
+		require.NoError(t, err, name)
+		_, err = ExplainForTest(ctx, conn, `EXECUTE "`+name+`"(`+st.args+`)`) // the generic plan, made and kept
+		require.NoError(t, err, name)
+	}
 	for _, fill := range []string{
 		`INSERT INTO hookline_deliveries (source, content_type, body) SELECT 's', 'application/json', '{}' FROM generate_series(1, 20000)`,
 		`INSERT INTO hookline_events (source, event_id, event_type, delivery_id) SELECT 's', 'e' || i, 't', 1 FROM generate_series(1, 20000) i`,
@@ -48,25 +80,7 @@ func TestBatchStatementsGenericPlansUseIndexes(t *testing.T) {
 		_, err := conn.Exec(ctx, fill)
 		require.NoError(t, err, fill)
 	}
-	_, err = conn.Exec(ctx, genericPlansSQL)
-	require.NoError(t, err)
-	for name, st := range map[string]struct{ sql, args string }{
-		"claim": {claimManyStartSQL(store.ClaimManySQL),
-			`ARRAY['hookline:s:d:e1'], ARRAY['job:1:attempt:1'], ARRAY[60000000]::bigint[], ARRAY['s'], ARRAY['e1'], ARRAY['d'], ARRAY[1]::bigint[]`},
-		"claim taken": {claimTakenManyStartSQL(store.ClaimManySQL),
-			`ARRAY['hookline:s:d:e1'], ARRAY['job:1:attempt:1'], ARRAY[60000000]::bigint[], ARRAY['s'], ARRAY['e1'], ARRAY['d'], ARRAY[1]::bigint[],
-			ARRAY[1], 'runner'`},
-		"complete": {completeManySQL(store.CompleteManySQL),
-			`ARRAY['hookline:s:d:e1'], ARRAY[1]::bigint[], ARRAY[1]::bigint[], ARRAY['s'], ARRAY['e1'], ARRAY['d'], ARRAY[1]::bigint[],
-			ARRAY[1]::bigint[], ARRAY[1], ARRAY[200], ARRAY[3], ARRAY[NULL]::text[]`},
-		"lock lines":                 {lockLinesSQL, `ARRAY['s'], ARRAY['d'], ARRAY['key1']`},
-		"take available":             {takeAvailableJobsSQL, `ARRAY['q'], ARRAY[5], 'runner'`},
-		"take available after lines": {takeAvailableJobsAfterLinesSQL, `ARRAY['q'], ARRAY[5], 'runner'`},
-		"advance lines": {advanceLinesSQL,
-			`ARRAY['s'], ARRAY['d'], ARRAY['key1'], ARRAY['e1'], ARRAY[NULL]::text[], ARRAY['']::text[], ARRAY[true], 'runner'`},
-	} {
-		_, err := conn.Exec(ctx, `PREPARE "`+name+`" AS `+st.sql)
-		require.NoError(t, err, name)
+	for name, st := range statements {
 		plan, err := ExplainForTest(ctx, conn, `EXECUTE "`+name+`"(`+st.args+`)`)
 		require.NoError(t, err, name)
 		for _, table := range strings.Split(tables, ",") {
