@@ -39,6 +39,11 @@ func startAttemptSQL(source, eventID, dest, job, from, returning string) string 
 			` + staleSQL + ` AS stale, ` + eventTraceSQL + ` AS traceparent`
 }
 
+// LostAttemptPrefix starts the error of an attempt logged as lost
+// (lostAttemptSQL): one whose worker stopped, lost the database or outlived
+// its lease before recording the outcome.
+const LostAttemptPrefix = "lost:"
+
 // lostAttemptSQL, a CTE after ev (a startAttemptSQL), logs the attempt
 // before the one ev started when that attempt has no outcome in the log:
 // its worker died (SIGKILL, a lost host), lost the database between
@@ -46,11 +51,11 @@ func startAttemptSQL(source, eventID, dest, job, from, returning string) string 
 // lease (whose new holder owns the outcome). Every other way an attempt
 // ends logs it in the statement that ends it, and this claim could only be
 // taken once the earlier attempt's lease had run out or been released, so
-// the earlier attempt will never log itself. Its row says "lost:", timed
+// the earlier attempt will never log itself. Its row says LostAttemptPrefix, timed
 // when the next attempt found it missing. A first attempt looks nothing up.
 const lostAttemptSQL = `lost AS (INSERT INTO hookline_attempts (source, event_id, destination, n, error)
 		SELECT ev.lost_source, ev.lost_event_id, ev.lost_destination, ev.attempts - 1,
-			'lost: no outcome was recorded (its worker stopped, lost the database or let its lease run out during the attempt); found when attempt ' || ev.attempts || ' started'
+			'` + LostAttemptPrefix + ` no outcome was recorded (its worker stopped, lost the database or let its lease run out during the attempt); found when attempt ' || ev.attempts || ' started'
 		FROM ev WHERE ev.attempts > 1 AND NOT EXISTS (SELECT 1 FROM hookline_attempts a
 			WHERE a.source = ev.lost_source AND a.event_id = ev.lost_event_id AND a.destination = ev.lost_destination AND a.n = ev.attempts - 1))`
 

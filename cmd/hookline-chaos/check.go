@@ -165,7 +165,7 @@ func (h *harness) check(ctx context.Context, rep *Report) {
 	// Attempts cut short by a crash: each is logged as lost when the next
 	// attempt starts (River's record of the rescue leaves with the job
 	// when its event completes).
-	if err := h.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_attempts WHERE error LIKE 'lost:%'`).Scan(&rep.Rescued); err != nil {
+	if err := h.pool.QueryRow(ctx, `SELECT count(*) FROM hookline_attempts WHERE starts_with(error, $1)`, jobs.LostAttemptPrefix).Scan(&rep.Rescued); err != nil {
 		h.violation("read lost attempts: %v", err)
 	}
 	discarded := js.Abandoned
