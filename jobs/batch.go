@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/hookline/hookline/idem"
 	"github.com/hookline/hookline/internal/groupcommit"
@@ -55,7 +56,7 @@ func newBatches(pool *pgxpool.Pool, claims *idem.Store, runner func() string, wa
 	claimFor func(*river.Job[EventArgs]) (claimItem, bool)) *batches {
 	claimSQL := claimManyStartSQL(claims.ClaimManySQL)
 	completeSQL := completeManySQL(claims.CompleteManySQL)
-	ahead := &claimAhead{sql: claimSQL, takenSQL: claimTakenManyStartSQL(claims.ClaimManySQL), item: claimFor}
+	ahead := &claimAhead{sql: claimSQL, takenSQL: claimTakenManyStartSQL(claims.ClaimManySQL), item: claimFor, cursor: newTakeCursor()}
 	return &batches{
 		claims: groupcommit.New(func(ctx context.Context, items []claimItem) ([]*startRow, error) {
 			return claimMany(ctx, pool, claimSQL, items)
@@ -74,6 +75,7 @@ func newBatches(pool *pgxpool.Pool, claims *idem.Store, runner func() string, wa
 type claimAhead struct {
 	sql, takenSQL string
 	item          func(*river.Job[EventArgs]) (claimItem, bool)
+	cursor        *takeCursor
 }
 
 // claimItem is one job's claim: idem's claim arguments (key, holder, lease)
@@ -296,6 +298,9 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 	default:
 		woke, err = c.read(pool.SendBatch(ctx, b))
 	}
+	if len(c.wantQueues) > 0 {
+		c.moveCursor(ahead.cursor, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +337,8 @@ type completionBatch struct {
 	single      bool
 	predicted   []claimItem
 	predictedAt map[string]int
-	lead        []string // the statements before the batch's own
+	lead        []string           // the statements before the batch's own
+	took        map[string]takePos // per queue, the last available job taken
 }
 
 // lineArgs are lockLinesSQL's and advanceLinesSQL's arrays, one element
@@ -440,7 +446,8 @@ func (c *completionBatch) batch(sql, runner string) *pgx.Batch {
 		if c.lined() {
 			take = takeAvailableJobsAfterLinesSQL
 		}
-		b.Queue(take, c.wantQueues, counts, runner)
+		priorities, scheduledAts, ids := c.ahead.cursor.args(c.wantQueues)
+		b.Queue(take, c.wantQueues, counts, runner, priorities, scheduledAts, ids)
 	}
 	if c.queuePredicted(b, runner) {
 		b.Queue("COMMIT")
@@ -556,6 +563,7 @@ func (c *completionBatch) readTaken(br pgx.BatchResults) error {
 		if err != nil {
 			return err
 		}
+		c.tookAt(queue, next.JobRow)
 		for len(c.wanting[queue]) > 0 {
 			i := c.wanting[queue][0]
 			c.wanting[queue] = c.wanting[queue][1:]
@@ -570,6 +578,42 @@ func (c *completionBatch) readTaken(br pgx.BatchResults) error {
 		return fmt.Errorf("take available jobs: %w", err)
 	}
 	return nil
+}
+
+// tookAt notes that the batch took job from queue (c.took: the last one
+// in River's order).
+func (c *completionBatch) tookAt(queue string, job *rivertype.JobRow) {
+	p := takePos{priority: int16(job.Priority), scheduledAt: job.ScheduledAt, id: job.ID}
+	if c.took == nil {
+		c.took = map[string]takePos{}
+	}
+	if last, ok := c.took[queue]; !ok || p.after(last) {
+		c.took[queue] = p
+	}
+}
+
+// moveCursor records the batch's take of available jobs in cursor once the
+// batch committed (err nil); one that may not have leaves the cursor where
+// it was, before the jobs it took.
+func (c *completionBatch) moveCursor(cursor *takeCursor, err error) {
+	if err != nil {
+		return
+	}
+	for _, q := range c.wantQueues {
+		last, took := c.took[q]
+		cursor.advance(q, last, !took || c.unserved(q))
+	}
+}
+
+// unserved tells whether an item of the batch wanted an available job of
+// queue and got no job (readTaken ran out of rows for it).
+func (c *completionBatch) unserved(queue string) bool {
+	for _, i := range c.wanting[queue] {
+		if c.out[i].next == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // readAdvance reads the lines' advance: a queue to wake per job made

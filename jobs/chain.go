@@ -19,8 +19,9 @@ import (
 //     ended, in the transaction that ends it;
 //   - an unordered event's: an available job of the destination's queue,
 //     as River's fetch would take it (takeAvailableJobsSQL: River's order,
-//     rows locked by others skipped, nothing from a paused queue), and only
-//     when its claim can be taken with it (no gate to ask, not paused).
+//     rows locked by others skipped, nothing from a paused queue), starting
+//     where the worker's last take of the queue ended (takeCursor), and
+//     only when its claim can be taken with it (no gate to ask, not paused).
 //
 // When the destination needs no gate, the same transaction takes the next
 // job's claim and starts its attempt (claimAhead): in a second round trip,

@@ -51,8 +51,8 @@ func TestBatchStatementsGenericPlansUseIndexes(t *testing.T) {
 			`ARRAY['hookline:s:d:e1'], ARRAY[1]::bigint[], ARRAY[1]::bigint[], ARRAY['s'], ARRAY['e1'], ARRAY['d'], ARRAY[1]::bigint[],
 			ARRAY[1]::bigint[], ARRAY[1], ARRAY[200], ARRAY[3], ARRAY[NULL]::text[]`},
 		"lock lines":                 {lockLinesSQL, `ARRAY['s'], ARRAY['d'], ARRAY['key1']`},
-		"take available":             {takeAvailableJobsSQL, `ARRAY['q'], ARRAY[5], 'runner'`},
-		"take available after lines": {takeAvailableJobsAfterLinesSQL, `ARRAY['q'], ARRAY[5], 'runner'`},
+		"take available":             {takeAvailableJobsSQL, `ARRAY['q'], ARRAY[5], 'runner', ` + takeCursorArgs},
+		"take available after lines": {takeAvailableJobsAfterLinesSQL, `ARRAY['q'], ARRAY[5], 'runner', ` + takeCursorArgs},
 		"advance lines": {advanceLinesSQL,
 			`ARRAY['s'], ARRAY['d'], ARRAY['key1'], ARRAY['e1'], ARRAY[NULL]::text[], ARRAY['']::text[], ARRAY[true], 'runner'`},
 	}
@@ -83,8 +83,15 @@ func TestBatchStatementsGenericPlansUseIndexes(t *testing.T) {
 	for name, st := range statements {
 		plan, err := ExplainForTest(ctx, conn, `EXECUTE "`+name+`"(`+st.args+`)`)
 		require.NoError(t, err, name)
+		if strings.HasPrefix(name, "take available") { // starts at its cursor in River's fetch index
+			require.Regexp(t, `Index Cond: [^\n]*ROW\(priority, scheduled_at, id\) > ROW\(u\.priority, u\.scheduled_at, u\.id\)`, plan, name)
+		}
 		for _, table := range strings.Split(tables, ",") {
 			require.NotContains(t, plan, "Seq Scan on "+strings.TrimSpace(table)+" ", "%s reads a whole table:\n%s", name, plan)
 		}
 	}
 }
+
+// takeCursorArgs are a take's cursor arguments: after priority 1, a
+// scheduled_at and id 10.
+const takeCursorArgs = `ARRAY[1]::smallint[], ARRAY['2026-01-01']::timestamptz[], ARRAY[10]::bigint[]`

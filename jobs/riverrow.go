@@ -490,9 +490,11 @@ var (
 
 // takeAvailableJobs is River's fetch for jobs the caller will run
 // itself (chain.go): per queue of $1, up to the number in $2 of its
-// available event jobs, in River's order (priority, scheduled_at, id),
-// skipping those another transaction holds, none from a paused queue, go
-// to running for runner $3 as River's fetch leaves them. It answers each
+// available event jobs, in River's order (priority, scheduled_at, id)
+// from after the queue's place in $4, $5, $6 (takeCursor: where the last
+// take ended), skipping those another transaction holds, none from a
+// paused queue, go to running for runner $3 as River's fetch leaves them.
+// It answers each
 // job's queue and row (takenJob). With afterLines, the number is less the
 // jobs this transaction already took from ordering lines for runner
 // (takePendingJobsSQL: running, attempted now() by runner), which counts
@@ -506,12 +508,14 @@ func takeAvailableJobs(afterLines bool) string {
 			  AND t.attempted_by[array_length(t.attempted_by, 1)] = $3::text)`
 	}
 	return `WITH want AS (
-		SELECT u.queue, ` + want + ` AS n
-		FROM unnest($1::text[], $2::int[]) AS u(queue, n)),
+		SELECT u.queue, ` + want + ` AS n, u.priority, u.scheduled_at, u.id
+		FROM unnest($1::text[], $2::int[], $4::smallint[], $5::timestamptz[], $6::bigint[]) AS u(queue, n, priority, scheduled_at, id)),
 	picked AS (
 		SELECT p.id FROM want CROSS JOIN LATERAL (
 			SELECT f.id FROM river_job f
-			WHERE f.state = 'available' AND f.queue = want.queue AND f.scheduled_at <= now() AND f.kind = '` + EventArgs{}.Kind() + `'
+			WHERE f.state = 'available' AND f.queue = want.queue
+			  AND (f.priority, f.scheduled_at, f.id) > (want.priority, want.scheduled_at, want.id)
+			  AND f.scheduled_at <= now() AND f.kind = '` + EventArgs{}.Kind() + `'
 			ORDER BY f.priority, f.scheduled_at, f.id LIMIT greatest(want.n, 0) FOR UPDATE SKIP LOCKED) p
 		WHERE NOT EXISTS (SELECT 1 FROM river_queue q WHERE q.name = want.queue AND q.paused_at IS NOT NULL))
 	UPDATE river_job j SET state = 'running', ` + runningSetSQL("$3::text") + `
