@@ -556,13 +556,13 @@ func (c *completionBatch) readTaken(br pgx.BatchResults) error {
 	if err != nil {
 		return fmt.Errorf("take available jobs: %w", err)
 	}
-	var queue string
-	var row []byte
-	_, err = pgx.ForEachRow(rows, []any{&queue, &row}, func() error {
-		next, err := decodeTaken(row)
+	var taken takenJob
+	_, err = pgx.ForEachRow(rows, taken.targets(), func() error {
+		next, err := taken.job()
 		if err != nil {
 			return err
 		}
+		queue := taken.Queue
 		c.tookAt(queue, next.JobRow)
 		for len(c.wanting[queue]) > 0 {
 			i := c.wanting[queue][0]

@@ -2,12 +2,15 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookline/hookline/internal/pgtest"
@@ -40,29 +43,40 @@ func TestTakeStartsAfterItsCursor(t *testing.T) {
 
 	cursor := newTakeCursor()
 	// take runs one completion batch's take of want jobs from queue,
-	// committed (failed: it did not) and recorded in the cursor.
+	// committed (failed: it did not) and recorded in the cursor; it
+	// checks that each job taken is the row River holds.
 	take := func(want int, failed error) []int64 {
 		c := &completionBatch{wantQueues: []string{queue}, wanting: map[string][]int{}, out: make([]completed, want)}
 		for i := range want {
 			c.wanting[queue] = append(c.wanting[queue], i)
 		}
 		priorities, scheduledAts, ids := cursor.args(c.wantQueues)
-		rows, err := pool.Query(ctx, takeAvailableJobsSQL, c.wantQueues, []int32{int32(want)}, "runner", priorities, scheduledAts, ids)
-		require.NoError(t, err)
-		var queue string
-		var row []byte
-		var took []int64
-		for rows.Next() {
-			require.NoError(t, rows.Scan(&queue, &row))
-			next, err := decodeTaken(row)
-			require.NoError(t, err)
-			c.tookAt(queue, next.JobRow)
-			c.out[len(took)].next = next
-			took = append(took, next.ID)
-		}
-		require.NoError(t, rows.Err())
-		c.wanting[queue] = c.wanting[queue][len(took):]
+		b := &pgx.Batch{}
+		b.Queue(takeAvailableJobsSQL, c.wantQueues, []int32{int32(want)}, "runner", priorities, scheduledAts, ids)
+		br := pool.SendBatch(ctx, b)
+		require.NoError(t, c.readTaken(br))
+		require.NoError(t, br.Close())
 		c.moveCursor(cursor, failed)
+		var took []int64
+		for _, o := range c.out {
+			if o.next == nil {
+				continue
+			}
+			took = append(took, o.next.ID)
+			held, err := rc.JobGet(ctx, o.next.ID) // River's own read of the row
+			require.NoError(t, err)
+			got := o.next.JobRow
+			require.Equal(t, rivertype.JobStateRunning, held.State)
+			require.Equal(t, []any{held.Queue, held.Kind, held.Priority, held.Attempt, held.MaxAttempts},
+				[]any{got.Queue, got.Kind, got.Priority, got.Attempt, got.MaxAttempts}, "job %d", got.ID)
+			require.JSONEq(t, string(held.EncodedArgs), string(got.EncodedArgs))
+			require.JSONEq(t, string(held.Metadata), string(got.Metadata))
+			require.True(t, held.CreatedAt.Equal(got.CreatedAt) && held.ScheduledAt.Equal(got.ScheduledAt) &&
+				held.AttemptedAt.Equal(*got.AttemptedAt), "job %d", got.ID)
+			var args EventArgs
+			require.NoError(t, json.Unmarshal(held.EncodedArgs, &args))
+			require.Equal(t, args, o.next.Args)
+		}
 		return took
 	}
 
