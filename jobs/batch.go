@@ -625,15 +625,16 @@ func (c *completionBatch) readAdvance(br pgx.BatchResults) ([]string, error) {
 		return nil, fmt.Errorf("advance ordering lines: %w", err)
 	}
 	var woke []string
-	var queue string
 	var key *string
-	var row, after []byte
-	_, err = pgx.ForEachRow(rows, []any{&queue, &key, &row, &after}, func() error {
+	var taken takenJob
+	var after []byte
+	targets := append(append([]any{&key}, taken.targets()...), &after)
+	_, err = pgx.ForEachRow(rows, targets, func() error {
 		if key == nil {
-			woke = append(woke, queue)
+			woke = append(woke, taken.Queue)
 			return nil
 		}
-		return c.takeLineNext(*key, row, after)
+		return c.takeLineNext(*key, &taken, after)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("advance ordering lines: %w", err)
@@ -641,10 +642,10 @@ func (c *completionBatch) readAdvance(br pgx.BatchResults) ([]string, error) {
 	return woke, nil
 }
 
-// takeLineNext gives the job a line's advance took (row) to the item that
-// ended the line's place, with the job after it (after; nil: none).
-func (c *completionBatch) takeLineNext(key string, row, after []byte) error {
-	next, err := decodeTaken(row)
+// takeLineNext gives the job a line's advance took (taken) to the item
+// that ended the line's place, with the job after it (after; nil: none).
+func (c *completionBatch) takeLineNext(key string, taken *takenJob, after []byte) error {
+	next, err := taken.job()
 	if err != nil {
 		return err
 	}
@@ -783,13 +784,4 @@ func readPredicted(br pgx.BatchResults, out []completed, predicted []claimItem, 
 		}
 	}
 	return nil
-}
-
-// decodeTaken is the running job a taken row (takenJob's JSON) stands for.
-func decodeTaken(row []byte) (*river.Job[EventArgs], error) {
-	var taken takenJob
-	if err := json.Unmarshal(row, &taken); err != nil {
-		return nil, fmt.Errorf("read a taken job: %w", err)
-	}
-	return taken.job()
 }

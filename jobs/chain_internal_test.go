@@ -45,12 +45,12 @@ func TestTakenJobIsRiversFetchedJob(t *testing.T) {
 	require.Len(t, fetched.Jobs, 1)
 
 	// Mine: taken.
-	var queue string
-	var row []byte
+	var taken takenJob
 	var also string
 	require.NoError(t, pool.QueryRow(ctx, `WITH took AS (`+takePendingJobsSQL(`(SELECT 'mine' AS source, 'e' AS event_id, 'd' AS destination) h`,
-		"h.source", "h.event_id", "h.destination", "'"+runner+"'", "h.source AS also")+`) SELECT queue, row, also FROM took`).Scan(&queue, &row, &also))
-	require.Equal(t, QueueFor("mine", "d"), queue)
+		"h.source", "h.event_id", "h.destination", "'"+runner+"'", "h.source AS also")+`) SELECT `+takenColumns+`, also FROM took`).
+		Scan(append(taken.targets(), &also)...))
+	require.Equal(t, QueueFor("mine", "d"), taken.Queue)
 	require.Equal(t, "mine", also)
 
 	rows, err := pool.Query(ctx, `SELECT args->>'source', (to_jsonb(j) - 'id' - 'created_at' - 'scheduled_at' - 'attempted_at' - 'args' - 'unique_key' - 'queue')::text,
@@ -71,8 +71,6 @@ func TestTakenJobIsRiversFetchedJob(t *testing.T) {
 	require.Contains(t, cols["mine"], `"attempted_by": ["`+runner+`"]`)
 	require.Equal(t, map[string]bool{"mine": true, "theirs": false}, chained)
 
-	var taken takenJob
-	require.NoError(t, json.Unmarshal(row, &taken))
 	job, err := taken.job()
 	require.NoError(t, err)
 	require.Equal(t, EventArgs{Source: "mine", EventID: "e", Destination: "d"}, job.Args)

@@ -422,14 +422,14 @@ const finishWaitingJobSQL = `UPDATE river_job SET state = 'completed', finalized
 // leave it once woken — attempt counted, attempted_at now, runner appended
 // to attempted_by (River keeps the last 100) — so no other worker fetches
 // it. runner is an SQL expression (River's client id). It answers the
-// job's queue, the row as JSON (takenJob), then the expressions also. A worker that dies with such
-// a job leaves it running, exactly as a job it had fetched: River's
-// rescuer retries it.
+// job's columns (takenColumns), then the expressions also. A worker that
+// dies with such a job leaves it running, exactly as a job it had
+// fetched: River's rescuer retries it.
 func takePendingJobsSQL(from, source, eventID, destination, runner, also string) string {
 	return `UPDATE river_job j SET state = 'running', scheduled_at = now(), ` + runningSetSQL(runner) + `
 		FROM ` + from + `
 		WHERE ` + activeJobSQL("j", uniqueKeySQL(source, eventID, destination)) + ` AND j.state::text = 'pending'
-		RETURNING j.queue, ` + takenRowSQL + `, ` + also
+		RETURNING ` + takenColumnsSQL + `, ` + also
 }
 
 // pendingJobSQL is a scalar subquery: the pending event job of (source,
@@ -476,11 +476,6 @@ func runningSetSQL(runner string) string {
 			THEN j.attempted_by[array_length(j.attempted_by, 1) - 98:] ELSE j.attempted_by END, ` + runner + `)`
 }
 
-// takenRowSQL is a taken job j's row as JSON (takenJob).
-const takenRowSQL = `jsonb_build_object('id', j.id, 'queue', j.queue, 'args', j.args, 'attempt', j.attempt,
-			'max_attempts', j.max_attempts, 'created_at', j.created_at, 'attempted_at', j.attempted_at, 'metadata', j.metadata,
-			'kind', j.kind, 'priority', j.priority, 'scheduled_at', j.scheduled_at) AS row`
-
 // takeAvailableJobsSQL and takeAvailableJobsAfterLinesSQL are
 // takeAvailableJobs without and with afterLines.
 var (
@@ -522,13 +517,22 @@ func takeAvailableJobs(afterLines bool) string {
 	RETURNING ` + takenColumnsSQL
 }
 
-// takenColumnsSQL are a taken job j's columns, in the order of
-// takenJob.targets: takeAvailableJobs answers them as columns, which cost
-// less to send and read than the row as JSON (takenRowSQL).
-const takenColumnsSQL = `j.id, j.queue, j.args, j.attempt, j.max_attempts, j.created_at, j.attempted_at, j.metadata,
-		j.kind, j.priority, j.scheduled_at`
+// takenColumns are a taken job's columns (river_job's), in the order of
+// takenJob.targets: the takes answer them as columns, which cost less to
+// send and read than the row as JSON.
+const takenColumns = `id, queue, args, attempt, max_attempts, created_at, attempted_at, metadata, kind, priority, scheduled_at`
 
-// targets are the scan targets of takenColumnsSQL. The JSON columns are
+// takenColumnsSQL are takenColumns of the taken job j.
+var takenColumnsSQL = "j." + strings.ReplaceAll(takenColumns, ", ", ", j.")
+
+// noJobColumnsSQL stands for takenColumns in a row that took no job (a
+// UNION with rows that did): values of their types, queue the SQL
+// expression of the row's queue, the rest ignored by the reader.
+func noJobColumnsSQL(queue string) string {
+	return `0::bigint, ` + queue + `, NULL::jsonb, 0::smallint, 0::smallint, now(), now(), NULL::jsonb, ''::text, 0::smallint, now()`
+}
+
+// targets are the scan targets of takenColumns. The JSON columns are
 // scanned as []byte, which pgx copies into a fresh slice for each row (a
 // json.RawMessage target would go through encoding/json first).
 func (t *takenJob) targets() []any {
@@ -536,20 +540,20 @@ func (t *takenJob) targets() []any {
 		(*[]byte)(&t.Metadata), &t.Kind, &t.Priority, &t.ScheduledAt}
 }
 
-// takenJob is a taken job's row: as JSON from takePendingJobsSQL, as
-// columns from takeAvailableJobs.
+// takenJob is a taken job's row (takenColumns), as takePendingJobsSQL and
+// takeAvailableJobs answer it.
 type takenJob struct {
-	ID          int64           `json:"id"`
-	Queue       string          `json:"queue"`
-	Args        json.RawMessage `json:"args"`
-	Attempt     int             `json:"attempt"`
-	MaxAttempts int             `json:"max_attempts"`
-	CreatedAt   time.Time       `json:"created_at"`
-	AttemptedAt time.Time       `json:"attempted_at"`
-	Metadata    json.RawMessage `json:"metadata"`
-	Kind        string          `json:"kind"`
-	Priority    int             `json:"priority"`
-	ScheduledAt time.Time       `json:"scheduled_at"`
+	ID          int64
+	Queue       string
+	Args        json.RawMessage
+	Attempt     int
+	MaxAttempts int
+	CreatedAt   time.Time
+	AttemptedAt time.Time
+	Metadata    json.RawMessage
+	Kind        string
+	Priority    int
+	ScheduledAt time.Time
 }
 
 // job returns the running job as River hands it to a worker.

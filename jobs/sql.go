@@ -498,11 +498,12 @@ var advanceLineSQL = `WITH line AS (
 // text, NULL elements: none) and $6 its kind, and $7 whether the worker
 // that ended the place runs the line's next job itself (chain.go). The
 // caller has locked the lines (lockLinesSQL) earlier in the transaction.
-// It answers, per job handed on, its queue and, for a job taken (running,
-// for runner $8), its line's key, its row as JSON (takenJob) and the
-// pending job of the place after it, if any (pendingJobSQL, whose claim
-// the next completion may take with it: claimTakenManyStartSQL); a job
-// made available (no key) is the caller's to notify once committed.
+// It answers, per job handed on, a row: for a job taken (running, for
+// runner $8), its line's key, its columns (takenColumns) and the pending
+// job of the place after it, if any (pendingJobSQL, whose claim the next
+// completion may take with it: claimTakenManyStartSQL); for a job made
+// available, no key and only its queue among the columns
+// (noJobColumnsSQL), the caller's to notify once committed.
 var advanceLinesSQL = `WITH l AS MATERIALIZED (
 		SELECT u.source, u.destination, u.key, u.event_id, u.by::numeric AS by, u.by_kind, u.chain
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[])
@@ -521,8 +522,8 @@ var advanceLinesSQL = `WITH l AS MATERIALIZED (
 			WHERE r.source = h.source AND r.destination = h.destination AND r.order_key = h.key AND r.order_seq > h.order_seq
 			  AND `+waitingPlaceSQL+`
 			ORDER BY r.order_seq LIMIT 1) AS after`) + `)
-	SELECT queue, NULL::text AS key, NULL::jsonb AS row, NULL::jsonb AS after FROM woke
-	UNION ALL SELECT queue, key, row, after FROM took`
+	SELECT NULL::text AS key, ` + noJobColumnsSQL("queue") + `, NULL::jsonb AS after FROM woke
+	UNION ALL SELECT key, ` + takenColumns + `, after FROM took`
 
 // lockLinesSQL locks the rows of several lines (arrays $1 sources, $2
 // destinations, $3 keys) in key order, the order ingest takes them in.
