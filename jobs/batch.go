@@ -298,9 +298,7 @@ func completeMany(ctx context.Context, pool *pgxpool.Pool, sql string, items []c
 	default:
 		woke, err = c.read(pool.SendBatch(ctx, b))
 	}
-	if len(c.wantQueues) > 0 {
-		c.moveCursor(ahead.cursor, err)
-	}
+	c.moveCursor(err)
 	if err != nil {
 		return nil, err
 	}
@@ -592,16 +590,16 @@ func (c *completionBatch) tookAt(queue string, job *rivertype.JobRow) {
 	}
 }
 
-// moveCursor records the batch's take of available jobs in cursor once the
-// batch committed (err nil); one that may not have leaves the cursor where
-// it was, before the jobs it took.
-func (c *completionBatch) moveCursor(cursor *takeCursor, err error) {
+// moveCursor records the batch's take of available jobs in the take
+// cursor once the batch committed (err nil); one that may not have leaves
+// the cursor where it was, before the jobs it took.
+func (c *completionBatch) moveCursor(err error) {
 	if err != nil {
 		return
 	}
-	for _, q := range c.wantQueues {
+	for _, q := range c.wantQueues { // none without ahead (want)
 		last, took := c.took[q]
-		cursor.advance(q, last, !took || c.unserved(q))
+		c.ahead.cursor.advance(q, last, !took || c.unserved(q))
 	}
 }
 

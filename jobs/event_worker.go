@@ -18,9 +18,9 @@
 //  5. Success: in one statement (inside the handler's transaction in
 //     transactional mode), mark the claim completed (only if our token
 //     still holds), the destination completed, the attempt logged, and the
-//     River job removed (its record is the destination's). Failure: release the claim and record the error;
-//     after the last attempt the destination goes to the dead set with
-//     reason failed.
+//     River job removed (its record is the destination's). Failure:
+//     release the claim and record the error; after the last attempt the
+//     destination goes to the dead set with reason failed.
 //
 // A job that finds its key completed does not run the work (skip, or dead
 // set with reason duplicate under on_duplicate: reject). A job that finds

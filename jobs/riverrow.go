@@ -308,7 +308,6 @@ type JobStats struct {
 	Total      int // every event job row left
 	Unfinished int // available, pending, retryable, running or scheduled
 	Abandoned  int // discarded or cancelled: River gave up on them
-	Rescued    int // jobs left that River's rescuer found stuck (their worker died)
 	// LatestAttempts is, per event destination
 	// ("source:destination:event_id"), the attempt count River recorded on
 	// its newest job.
@@ -321,9 +320,8 @@ func ReadJobStats(ctx context.Context, q Querier, withAttempts bool) (JobStats, 
 	var st JobStats
 	err := q.QueryRow(ctx, `SELECT count(*),
 			count(*) FILTER (WHERE state IN (`+unfinishedStates+`)),
-			count(*) FILTER (WHERE state IN ('discarded', 'cancelled')),
-			(SELECT count(DISTINCT id) FROM river_job, unnest(errors) e WHERE kind = $1 AND e->>'error' LIKE 'Stuck job rescued%')
-		FROM river_job WHERE kind = $1`, EventArgs{}.Kind()).Scan(&st.Total, &st.Unfinished, &st.Abandoned, &st.Rescued)
+			count(*) FILTER (WHERE state IN ('discarded', 'cancelled'))
+		FROM river_job WHERE kind = $1`, EventArgs{}.Kind()).Scan(&st.Total, &st.Unfinished, &st.Abandoned)
 	if err != nil || !withAttempts {
 		return st, err
 	}

@@ -46,7 +46,8 @@ func TestTakeStartsAfterItsCursor(t *testing.T) {
 	// committed (failed: it did not) and recorded in the cursor; it
 	// checks that each job taken is the row River holds.
 	take := func(want int, failed error) []int64 {
-		c := &completionBatch{wantQueues: []string{queue}, wanting: map[string][]int{}, out: make([]completed, want)}
+		c := &completionBatch{wantQueues: []string{queue}, wanting: map[string][]int{}, out: make([]completed, want),
+			ahead: &claimAhead{cursor: cursor}}
 		for i := range want {
 			c.wanting[queue] = append(c.wanting[queue], i)
 		}
@@ -56,7 +57,7 @@ func TestTakeStartsAfterItsCursor(t *testing.T) {
 		br := pool.SendBatch(ctx, b)
 		require.NoError(t, c.readTaken(br))
 		require.NoError(t, br.Close())
-		c.moveCursor(cursor, failed)
+		c.moveCursor(failed)
 		var took []int64
 		for _, o := range c.out {
 			if o.next == nil {
