@@ -136,7 +136,7 @@ func TestConcurrentBatchClaimsOfOneKey(t *testing.T) {
 	pool := pgtest.NewPool(t)
 	ctx := context.Background()
 	store := claimsStore(t, pool)
-	b := newBatches(pool, store, func() string { return "" }, func(string) {}, func(string, int) {}, nil)
+	b := newBatches(pool, store, 50, func() string { return "" }, func(string) {}, func(string, int) {}, nil)
 	var wg sync.WaitGroup
 	var won atomic.Int64
 	for g := range 32 {

@@ -84,7 +84,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	if cfg.CleanupInterval <= 0 {
 		cfg.CleanupInterval = defaults.CleanupInterval
 	}
-	w, err := NewEventWorker(WorkerConfig{Pool: cfg.Pool, Sources: cfg.Sources, Registerer: cfg.Registerer, Logger: cfg.Logger, Forwarder: cfg.Forwarder, Tracer: cfg.Tracer, PerEvent: cfg.PerEvent})
+	w, err := NewEventWorker(WorkerConfig{Pool: cfg.Pool, Sources: cfg.Sources, Registerer: cfg.Registerer, Logger: cfg.Logger, Forwarder: cfg.Forwarder, Tracer: cfg.Tracer, PerEvent: cfg.PerEvent, Workers: cfg.Workers})
 	if err != nil {
 		return nil, err
 	}

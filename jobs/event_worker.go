@@ -48,6 +48,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookline/hookline/idem"
+	"github.com/hookline/hookline/internal/defaults"
 	"github.com/hookline/hookline/internal/metrics"
 	"github.com/hookline/hookline/internal/tracing"
 )
@@ -109,6 +110,9 @@ type WorkerConfig struct {
 	// PerEvent turns group commit off: each job claims and completes with
 	// statements of its own (batch.go says what group commit does).
 	PerEvent bool
+	// Workers is the number of jobs the process runs at once (default
+	// 50); group commit sizes its batches by it.
+	Workers int
 }
 
 // NewEventWorker builds the worker.
@@ -143,7 +147,10 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 		return err
 	}, queueFetchCooldown, cfg.Logger)
 	if !cfg.PerEvent {
-		w.batch = newBatches(cfg.Pool, claims, func() string { return w.runner }, w.wakes.Wake,
+		if cfg.Workers <= 0 {
+			cfg.Workers = defaults.Workers
+		}
+		w.batch = newBatches(cfg.Pool, claims, cfg.Workers, func() string { return w.runner }, w.wakes.Wake,
 			func(kind string, n int) { m.WorkerBatch.WithLabelValues(kind).Observe(float64(n)) }, w.claimAhead)
 	}
 	for _, s := range cfg.Sources {

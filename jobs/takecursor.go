@@ -66,12 +66,18 @@ func (t *takeCursor) args(queues []string) (priorities []int16, scheduledAts []t
 
 // advance records a committed take of queue: last is the place of the last
 // job it took; short, that it found fewer jobs than it wanted (or none:
-// last is then ignored), and the next take starts at the front again.
+// last is then ignored), and the next take starts at the front again. The
+// cursor only moves forward otherwise: takes run concurrently (two
+// completion batches in flight), and one that started from the same place
+// as a later-committed take took the jobs before that take's, not after.
 func (t *takeCursor) advance(queue string, last takePos, short bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if short {
 		delete(t.pos, queue)
+		return
+	}
+	if cur, ok := t.pos[queue]; ok && !last.after(cur) {
 		return
 	}
 	t.pos[queue] = last

@@ -107,6 +107,15 @@ func TestTakeCursorPerQueue(t *testing.T) {
 	require.True(t, ss[0].Equal(now) && ss[1].Equal(takeStart.scheduledAt))
 	require.Equal(t, []int64{7, takeStart.id}, ids)
 
+	// A take that committed after a later one (both in flight at once)
+	// does not move the cursor back; a short one still resets it.
+	c.advance("a", takePos{priority: 1, scheduledAt: now, id: 5}, false)
+	_, _, ids = c.args([]string{"a"})
+	require.Equal(t, []int64{7}, ids)
+	c.advance("a", takePos{priority: 1, scheduledAt: now, id: 5}, true)
+	_, _, ids = c.args([]string{"a"})
+	require.Equal(t, []int64{takeStart.id}, ids)
+
 	later := takePos{priority: 1, scheduledAt: now, id: 8}
 	require.True(t, later.after(takePos{priority: 1, scheduledAt: now, id: 7}))
 	require.True(t, later.after(takePos{priority: 1, scheduledAt: now.Add(-time.Microsecond), id: 9}))

@@ -34,6 +34,11 @@ type Options struct {
 	// Committers is how many batches may run at once. Default 1: the next
 	// batch forms while the current one commits.
 	Committers int
+	// Overlap is how many items must be waiting for a batch to start while
+	// another runs (with Committers > 1). Default 1: any. Larger, the
+	// waiting items join one batch once the running one ends unless enough
+	// of them wait, so batches stay large and run at once only under load.
+	Overlap int
 	// Timeout bounds one batch's run. Default 15s.
 	Timeout time.Duration
 	// Observe, if set, is told the size of every batch run.
@@ -47,8 +52,10 @@ type Committer[T, R any] struct {
 	opts  Options
 	slots chan struct{}
 
-	mu    sync.Mutex
-	queue []*call[T, R]
+	mu      sync.Mutex
+	queue   []*call[T, R]
+	running int           // batches running
+	changed chan struct{} // closed, and replaced, when a batch ends or the queue reaches Overlap
 }
 
 type call[T, R any] struct {
@@ -66,10 +73,13 @@ func New[T, R any](run RunFunc[T, R], opts Options) *Committer[T, R] {
 	if opts.Committers <= 0 {
 		opts.Committers = 1
 	}
+	if opts.Overlap <= 0 {
+		opts.Overlap = 1
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 15 * time.Second
 	}
-	return &Committer[T, R]{run: run, opts: opts, slots: make(chan struct{}, opts.Committers)}
+	return &Committer[T, R]{run: run, opts: opts, slots: make(chan struct{}, opts.Committers), changed: make(chan struct{})}
 }
 
 // Do runs item in a batch and returns its result. Once queued, the item is
@@ -81,13 +91,33 @@ func (c *Committer[T, R]) Do(ctx context.Context, item T) (R, error) {
 	cl := &call[T, R]{item: item, done: make(chan struct{})}
 	c.mu.Lock()
 	c.queue = append(c.queue, cl)
+	if c.running > 0 && len(c.queue) == c.opts.Overlap {
+		c.signal()
+	}
 	c.mu.Unlock()
 	for {
 		select {
 		case <-cl.done:
 			return cl.res, cl.err
 		case c.slots <- struct{}{}:
+			if changed, ok := c.begin(); !ok { // too few wait to run beside a batch
+				<-c.slots
+				select {
+				case <-cl.done:
+					return cl.res, cl.err
+				case <-changed:
+				case <-ctx.Done():
+					if c.withdraw(cl) {
+						var zero R
+						return zero, ctx.Err()
+					}
+					<-cl.done
+					return cl.res, cl.err
+				}
+				continue
+			}
 			c.commitNext()
+			c.end()
 			<-c.slots
 			if c.taken(cl) { // by this batch or one in flight: wait for it
 				<-cl.done
@@ -102,6 +132,33 @@ func (c *Committer[T, R]) Do(ctx context.Context, item T) (R, error) {
 			return cl.res, cl.err
 		}
 	}
+}
+
+// begin counts a batch as running, unless another runs and fewer than
+// Overlap items wait: then it returns the channel that tells when that
+// changes.
+func (c *Committer[T, R]) begin() (<-chan struct{}, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running > 0 && len(c.queue) < c.opts.Overlap {
+		return c.changed, false
+	}
+	c.running++
+	return nil, true
+}
+
+// end counts a batch as ended and tells the callers waiting to start one.
+func (c *Committer[T, R]) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running--
+	c.signal()
+}
+
+// signal wakes the callers waiting on changed; c.mu is held.
+func (c *Committer[T, R]) signal() {
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
 // taken reports whether a batch has taken cl from the queue.

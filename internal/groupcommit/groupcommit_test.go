@@ -124,6 +124,67 @@ func TestCancelledBeforeTakenNeverRuns(t *testing.T) {
 	}
 }
 
+// With Overlap, a batch starts beside a running one only once that many
+// items wait, and then takes them all; the callers of a second committer
+// slot left waiting are woken, not lost, when the running batch ends.
+func TestOverlapKeepsConcurrentBatchesLarge(t *testing.T) {
+	release := make(chan struct{})
+	sizes := make(chan int, 16)
+	first := true
+	var mu sync.Mutex
+	c := groupcommit.New(func(ctx context.Context, in []int) ([]int, error) {
+		sizes <- len(in)
+		mu.Lock()
+		wait := first
+		first = false
+		mu.Unlock()
+		if wait {
+			<-release
+		}
+		return in, nil
+	}, groupcommit.Options{Committers: 2, Overlap: 8})
+	var wg sync.WaitGroup
+	do := func(v int) {
+		wg.Go(func() {
+			if got, err := c.Do(context.Background(), v); err != nil || got != v {
+				t.Errorf("Do(%d) = %d, %v", v, got, err)
+			}
+		})
+	}
+	do(0)
+	if n := <-sizes; n != 1 {
+		t.Fatalf("first batch of %d items, want 1", n)
+	}
+	for v := 1; v <= 8; v++ {
+		do(v)
+	}
+	if n := <-sizes; n != 8 {
+		t.Fatalf("batch of %d items ran beside the first, want 8 (Overlap)", n)
+	}
+	do(9) // fewer than Overlap wait: it runs once the first batch ends
+	close(release)
+	wg.Wait()
+	if n := <-sizes; n != 1 {
+		t.Fatalf("last batch of %d items, want 1", n)
+	}
+
+	// Many callers, batches ending all the time: nobody waits for ever.
+	c = groupcommit.New(func(ctx context.Context, in []int) ([]int, error) {
+		time.Sleep(100 * time.Microsecond) // a commit's round trip
+		return in, nil
+	}, groupcommit.Options{Committers: 2, Overlap: 4, MaxBatch: 8})
+	for g := range 32 {
+		wg.Go(func() {
+			for i := range 50 {
+				if got, err := c.Do(context.Background(), g*100+i); err != nil || got != g*100+i {
+					t.Errorf("Do = %d, %v", got, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // With several committers, a caller whose item is in another's batch
 // waits for it instead of spinning on a free slot: while one batch holds
 // every item for 200 ms, the process burns next to no CPU.
