@@ -161,11 +161,18 @@ func TestOverlapKeepsConcurrentBatchesLarge(t *testing.T) {
 	if n := <-sizes; n != 8 {
 		t.Fatalf("batch of %d items ran beside the first, want 8 (Overlap)", n)
 	}
+	// A caller that gives up while too few wait to start a batch beside
+	// the first gets its context's error, its item never run.
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Do(cancelled, 100); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do with a cancelled context while a batch runs: %v, want context.Canceled", err)
+	}
 	do(9) // fewer than Overlap wait: it runs once the first batch ends
 	close(release)
 	wg.Wait()
 	if n := <-sizes; n != 1 {
-		t.Fatalf("last batch of %d items, want 1", n)
+		t.Fatalf("last batch of %d items, want 1 (the cancelled item is not run)", n)
 	}
 
 	// Many callers, batches ending all the time: nobody waits for ever.
