@@ -86,6 +86,9 @@ func TestBatchStatementsGenericPlansUseIndexes(t *testing.T) {
 		if strings.HasPrefix(name, "take available") { // starts at its cursor in River's fetch index
 			require.Regexp(t, `Index Cond: [^\n]*ROW\(priority, scheduled_at, id\) > ROW\(u\.priority, u\.scheduled_at, u\.id\)`, plan, name)
 		}
+		if name == "advance lines" { // looks for a line's first waiting place after its ended ones
+			require.Regexp(t, `Index Cond: [^\n]*\(order_key = k\.key\) AND \(order_seq > k\.done_seq\)`, plan, name)
+		}
 		for _, table := range strings.Split(tables, ",") {
 			require.NotContains(t, plan, "Seq Scan on "+strings.TrimSpace(table)+" ", "%s reads a whole table:\n%s", name, plan)
 		}

@@ -534,12 +534,17 @@ const lockLinesSQL = `SELECT 1 FROM hookline_order_keys k
 
 // lineMovesSQL is the SET list that moves line k on (see advanceLineSQL):
 // eventID, by and kind are SQL expressions for the event that ended its
-// place (by: numeric, kind: text).
+// place (by: numeric, kind: text). The first waiting place is looked for
+// after done_seq only: every place up to it has ended, and an ended place
+// never waits again (a re-queued event leaves its line). The line's index
+// keeps the entries of ended places until vacuum removes them; a search
+// from the line's start stepped over all of them, on a hot key more at
+// every advance.
 func lineMovesSQL(eventID, by, kind string) string {
 	raises := raisesBySQL(eventID, by, kind)
 	return `done_seq = COALESCE((SELECT min(r.order_seq) - 1 FROM hookline_event_destinations r
 				WHERE r.source = k.source AND r.destination = k.destination AND r.order_key = k.key
-				  AND ` + waitingPlaceSQL + `), k.last_seq),
+				  AND r.order_seq > k.done_seq AND ` + waitingPlaceSQL + `), k.last_seq),
 			max_by      = CASE WHEN ` + raises + ` THEN ` + by + ` ELSE k.max_by END,
 			max_by_kind = CASE WHEN ` + raises + ` THEN ` + kind + ` ELSE k.max_by_kind END,
 			updated_at  = now()`
