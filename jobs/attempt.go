@@ -239,8 +239,9 @@ func (w *EventWorker) handle(ctx context.Context, r *run) error {
 // and takes the destination out of the dead set (a provider retry or
 // operator replay that has now succeeded), in ONE statement (completeSQL):
 // atomic on its own, so the HTTP path needs no explicit transaction; in
-// transactional mode it runs inside the handler's transaction. If the claim's token no
-// longer holds, nothing changes and the error wraps idem.ErrLeaseLost.
+// transactional mode it runs inside the handler's transaction. If the
+// claim's token no longer holds, nothing changes and the error wraps
+// idem.ErrLeaseLost.
 //
 // An event with a place in an ordering line ends its place in the same
 // transaction: the line is locked first and advanced last (endPlace).

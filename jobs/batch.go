@@ -73,13 +73,17 @@ func newBatches(pool *pgxpool.Pool, claims *idem.Store, workers int, runner func
 	claimSQL := claimManyStartSQL(claims.ClaimManySQL)
 	completeSQL := completeManySQL(claims.CompleteManySQL)
 	ahead := &claimAhead{sql: claimSQL, takenSQL: claimTakenManyStartSQL(claims.ClaimManySQL), item: claimFor, cursor: newTakeCursor()}
+	options := func(kind string) groupcommit.Options {
+		return groupcommit.Options{MaxBatch: maxWorkerBatch, Committers: workerCommitters, Overlap: workerOverlap(workers),
+			Observe: func(n int) { observe(kind, n) }}
+	}
 	return &batches{
 		claims: groupcommit.New(func(ctx context.Context, items []claimItem) ([]*startRow, error) {
 			return claimMany(ctx, pool, claimSQL, items)
-		}, groupcommit.Options{MaxBatch: maxWorkerBatch, Committers: workerCommitters, Overlap: workerOverlap(workers), Observe: func(n int) { observe("claim", n) }}),
+		}, options("claim")),
 		completions: groupcommit.New(func(ctx context.Context, items []completeItem) ([]completed, error) {
 			return completeMany(ctx, pool, completeSQL, items, runner(), wake, ahead)
-		}, groupcommit.Options{MaxBatch: maxWorkerBatch, Committers: workerCommitters, Overlap: workerOverlap(workers), Observe: func(n int) { observe("complete", n) }}),
+		}, options("complete")),
 	}
 }
 
