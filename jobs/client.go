@@ -130,6 +130,8 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		FetchCooldown:     20 * time.Millisecond,
 		FetchPollInterval: 200 * time.Millisecond,
 		PeriodicJobs:      periodic,
+		// Migration 012 drops River's two GIN indexes (riverSearchIndexes).
+		ReindexerIndexNames: reindexedRiverIndexes(),
 	})
 	if err != nil {
 		return nil, err

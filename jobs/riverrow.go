@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -189,6 +190,21 @@ func deleteRunningJobSQL(id, guard string) string {
 func deleteRunningJobsSQL(from, id, guard string) string {
 	return `DELETE FROM river_job j
 		USING ` + from + ` WHERE j.id = ` + id + ` AND j.state = 'running' AND ` + guard
+}
+
+// riverSearchIndexes are River's GIN indexes on river_job's args and
+// metadata. hookline's migration 012 drops them: nothing hookline or River
+// UI runs searches jobs by containment, and each job row written paid for
+// entries in both.
+var riverSearchIndexes = []string{"river_job_args_index", "river_job_metadata_index"}
+
+// reindexedRiverIndexes is the list of indexes River's reindexer rebuilds:
+// River's own, without riverSearchIndexes (the reindexer would warn about
+// each missing one on every run).
+func reindexedRiverIndexes() []string {
+	return slices.DeleteFunc(river.ReindexerIndexNamesDefault(), func(name string) bool {
+		return slices.Contains(riverSearchIndexes, name)
+	})
 }
 
 // joinJobSQL gives an active event job an operator's override: its args

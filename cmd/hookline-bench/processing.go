@@ -26,14 +26,15 @@ import (
 	"github.com/hookline/hookline/jobs"
 )
 
-// runTextbook is the processing scenario's textbook run: a fresh database,
-// the backlog written into textbook_events and River's jobs (not
-// measured), the textbook worker as a subprocess until it has done every
-// job, then its figures and the checks (as runOne's for hookline).
+// runTextbook is the processing scenario's textbook run: a fresh database
+// with River's own schema (riverTemplateDB), the backlog written into
+// textbook_events and River's jobs (not measured), the textbook worker as a
+// subprocess until it has done every job, then its figures and the checks
+// (as runOne's for hookline).
 func (b *bench) runTextbook(ctx context.Context, spec runSpec) (*Result, error) {
 	rs := &runState{b: b, spec: spec, name: spec.runName(b.o.repeat)}
 	defer rs.close()
-	if err := rs.createDatabase(ctx); err != nil {
+	if err := rs.createDatabaseFrom(ctx, riverTemplateDB); err != nil {
 		return nil, err
 	}
 	b.logf("%s: writing a backlog of %d events", rs.name, spec.events)

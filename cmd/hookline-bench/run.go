@@ -22,6 +22,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/hookline/hookline/internal/app"
 	"github.com/hookline/hookline/internal/config"
@@ -105,6 +107,10 @@ func run(ctx context.Context, o options, stdout io.Writer) (*Report, error) {
 	}
 	_, _ = b.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+templateDB)
 	if err := b.makeTemplate(ctx); err != nil {
+		return nil, err
+	}
+	_, _ = b.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+riverTemplateDB)
+	if err := b.makeRiverTemplate(ctx); err != nil {
 		return nil, err
 	}
 
@@ -217,6 +223,29 @@ func (b *bench) makeTemplate(ctx context.Context) error {
 	}
 	defer pool.Close()
 	return migrations.Up(ctx, pool, nil)
+}
+
+// riverTemplateDB is the textbook runs' template: River's schema exactly
+// as River's own migrations make it (hookline's migrations change River's
+// indexes), with nothing of hookline's.
+const riverTemplateDB = "hookline_bench_river_template"
+
+// makeRiverTemplate migrates riverTemplateDB with rivermigrate alone.
+func (b *bench) makeRiverTemplate(ctx context.Context) error {
+	if _, err := b.admin.Exec(ctx, "CREATE DATABASE "+riverTemplateDB); err != nil {
+		return err
+	}
+	pool, err := pgxpool.New(ctx, withDatabase(b.server, riverTemplateDB))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return err
+	}
+	_, err = m.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	return err
 }
 
 // withDatabase returns the server URL u with its database replaced.

@@ -108,10 +108,15 @@ func (rs *runState) prepare(ctx context.Context) error {
 // createDatabase creates the run's database from the template, its pool
 // and its sink.
 func (rs *runState) createDatabase(ctx context.Context) error {
+	return rs.createDatabaseFrom(ctx, templateDB)
+}
+
+// createDatabaseFrom is createDatabase from the given template.
+func (rs *runState) createDatabaseFrom(ctx context.Context, template string) error {
 	b := rs.b
 	rs.db = "bench_" + rs.name
 	_, _ = b.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+rs.db+" WITH (FORCE)") // kept by an earlier -keep
-	if _, err := b.admin.Exec(ctx, "CREATE DATABASE "+rs.db+" TEMPLATE "+templateDB); err != nil {
+	if _, err := b.admin.Exec(ctx, "CREATE DATABASE "+rs.db+" TEMPLATE "+template); err != nil {
 		rs.db = ""
 		return err
 	}
