@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookline/hookline/internal/pgtest"
@@ -29,5 +30,7 @@ func TestReindexedRiverIndexesExist(t *testing.T) {
 	for _, name := range riverSearchIndexes {
 		require.False(t, exists(name), "%s is still there after the migrations", name)
 		require.NotContains(t, names, name)
+		require.Contains(t, river.ReindexerIndexNamesDefault(), name,
+			"River's reindexer no longer names %s by default: the filter can go", name)
 	}
 }
