@@ -378,15 +378,16 @@ func stopped(ctx context.Context) bool {
 	return ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded)
 }
 
-// interrupted records an attempt this worker cut short by stopping: the
+// interrupted records an attempt this worker cut short by stopping, or
+// that never reached the destination for want of a slot (attemptSlots): the
 // claim released, the error logged in the attempts log, and the attempt
 // given back to the budget, so a deploy never spends an event's attempts,
 // opens its destination's circuit or puts it in the dead set. River
 // retries the job (or its rescuer does, should the process exit first).
-func (w *EventWorker) interrupted(ctx context.Context, r *run, workErr error) error {
+func (w *EventWorker) interrupted(ctx context.Context, r *run, why string, workErr error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), interruptedTimeout)
 	defer cancel()
-	msg := CleanText("interrupted: this worker was stopping (the attempt does not count): "+workErr.Error(), maxErrorBytes)
+	msg := CleanText("interrupted: "+why+" (the attempt does not count): "+workErr.Error(), maxErrorBytes)
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		if err := r.claim.Release(ctx, tx); err != nil {
 			return err
@@ -398,7 +399,7 @@ func (w *EventWorker) interrupted(ctx context.Context, r *run, workErr error) er
 		w.log.WarnContext(ctx, "could not record an interrupted attempt; its claim expires after the lease", "source", r.src.Name,
 			"destination", r.t.Name, "event_id", r.ev.ID, "error", err.Error())
 	}
-	w.log.InfoContext(ctx, "attempt interrupted by the worker's stop; not counted, will retry", "source", r.src.Name,
+	w.log.InfoContext(ctx, "attempt interrupted ("+why+"); not counted, will retry", "source", r.src.Name,
 		"destination", r.t.Name, "event_id", r.ev.ID, "attempt", r.ev.Attempt)
 	return workErr
 }

@@ -32,8 +32,8 @@ import (
 // job for this worker). One event then costs the destination's round trip
 // and one transaction, without River's fetch, a claim batch and their
 // commits in between; each chain runs inside the
-// River job slot of the job it started with, so the worker count still
-// bounds the concurrency.
+// River job slot of the job it started with, so River's job count still
+// bounds the jobs running, and the forward slots (attemptSlots) the forwards.
 //
 // A taken job is an ordinary running River job whose outcome the worker
 // records as River's executor would (finishRunningJob); if the worker dies

@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hookline/hookline/internal/defaults"
 	"github.com/hookline/hookline/internal/tracing"
 	"github.com/hookline/hookline/providers/standardwebhooks"
 )
@@ -81,11 +80,7 @@ func (e *DestinationError) Unwrap() error { return e.Err }
 // (docs/operations.md, forwarding) and returns the answer's status. Any 2xx
 // is success; anything else is a *DestinationError.
 func (f *Forwarder) Forward(ctx context.Context, d *Destination, ev *Event) (int, error) {
-	timeout := d.Timeout
-	if timeout <= 0 {
-		timeout = defaults.DestTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout(d))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(ev.Body))
 	if err != nil {

@@ -70,6 +70,7 @@ type EventWorker struct {
 	gate    *gate
 	wakes   *queueWaker // notifies the queues of jobs woken by completions
 	batch   *batches    // group commit of claims and completions; nil: per event
+	slots   attemptSlots
 	tracer  trace.Tracer
 	m       *metrics.Metrics
 	log     *slog.Logger
@@ -110,8 +111,9 @@ type WorkerConfig struct {
 	// PerEvent turns group commit off: each job claims and completes with
 	// statements of its own (batch.go says what group commit does).
 	PerEvent bool
-	// Workers is the number of jobs the process runs at once (default
-	// 50); group commit sizes its batches by it.
+	// Workers bounds the attempts running at once at each destination
+	// (default 50; attemptSlots); group commit sizes its batches by the
+	// jobs River runs for them (riverJobs).
 	Workers int
 }
 
@@ -146,11 +148,11 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 		_, err := cfg.Pool.Exec(ctx, sql, args...)
 		return err
 	}, queueFetchCooldown, cfg.Logger)
+	if cfg.Workers <= 0 {
+		cfg.Workers = defaults.Workers
+	}
 	if !cfg.PerEvent {
-		if cfg.Workers <= 0 {
-			cfg.Workers = defaults.Workers
-		}
-		w.batch = newBatches(cfg.Pool, claims, cfg.Workers, func() string { return w.runner }, w.wakes.Wake,
+		w.batch = newBatches(cfg.Pool, claims, riverJobs(cfg.Workers, false), func() string { return w.runner }, w.wakes.Wake,
 			func(kind string, n int) { m.WorkerBatch.WithLabelValues(kind).Observe(float64(n)) }, w.claimAhead)
 	}
 	for _, s := range cfg.Sources {
@@ -159,6 +161,7 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 		}
 		w.sources[s.Name] = s
 	}
+	w.slots = newAttemptSlots(cfg.Sources, cfg.Workers)
 	return w, nil
 }
 
@@ -349,7 +352,10 @@ func (w *EventWorker) outcome(ctx context.Context, r *run, workErr, leaseErr err
 	case stopped(ctx):
 		// This worker is stopping (a deploy's SIGTERM past its deadline) and
 		// cancelled the attempt: not the destination's failure.
-		return w.interrupted(ctx, r, workErr)
+		return w.interrupted(ctx, r, "this worker was stopping", workErr)
+	case errors.Is(workErr, errNoSlot):
+		// The attempt never reached the destination (attemptSlots).
+		return w.interrupted(ctx, r, "no forward slot", workErr)
 	}
 	w.gate.result(ctx, r, workErr)
 	return w.fail(ctx, r, workErr)
@@ -427,6 +433,25 @@ func (e *deliveredError) Unwrap() error { return e.err }
 // completion on a context of its own: a 2xx is final, so its record must
 // not be lost to the job's cancellation or timeout.
 func (w *EventWorker) forward(jobCtx, workCtx context.Context, r *run) error {
+	r.start = time.Now() // post restarts it once a slot is free
+	status, err := w.slots.forward(workCtx, r.t, func() (int, error) { return w.post(workCtx, r) })
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(jobCtx), completeTimeout)
+	defer cancel()
+	if err := w.complete(ctx, w.pool, r, status, ""); err != nil {
+		if errors.Is(err, idem.ErrLeaseLost) {
+			return err
+		}
+		return &deliveredError{err}
+	}
+	w.m.Deliveries.WithLabelValues(r.src.Name, r.t.Name, "success").Inc()
+	return nil
+}
+
+// post sends the event to the destination: its status, or why it failed.
+func (w *EventWorker) post(workCtx context.Context, r *run) (int, error) {
 	r.start = time.Now()
 	fctx, span := w.tracer.Start(workCtx, "forward", trace.WithSpanKind(trace.SpanKindClient))
 	status, err := w.fwd.Forward(fctx, r.t.HTTP, r.ev)
@@ -441,17 +466,5 @@ func (w *EventWorker) forward(jobCtx, workCtx context.Context, r *run) error {
 	}
 	span.End()
 	w.m.DestSeconds.WithLabelValues(r.src.Name).Observe(time.Since(r.start).Seconds())
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(jobCtx), completeTimeout)
-	defer cancel()
-	if err := w.complete(ctx, w.pool, r, status, ""); err != nil {
-		if errors.Is(err, idem.ErrLeaseLost) {
-			return err
-		}
-		return &deliveredError{err}
-	}
-	w.m.Deliveries.WithLabelValues(r.src.Name, r.t.Name, "success").Inc()
-	return nil
+	return status, err
 }
