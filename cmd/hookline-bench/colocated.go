@@ -314,10 +314,14 @@ func colocatedTargets(rs []Result) []Target {
 const colocatedFormat = "%-19s %5s %4s %8s %11s %12s %7s %7s %9s %8s %8s %8s %s\n"
 
 func printColocatedHeader(w io.Writer, o options) {
-	fmt.Fprintf(w, "\ncolocated: one --role all process taking webhooks from %d senders for %s (no duplicates) and processing them on the same CPUs,\n"+
+	paced := ""
+	if o.rate > 0 {
+		paced = fmt.Sprintf(" paced to %.0f/s together", o.rate)
+	}
+	fmt.Fprintf(w, "\ncolocated: one --role all process taking webhooks from %d senders%s for %s (no duplicates) and processing them on the same CPUs,\n"+
 		"  batched (default) and per-event (processing.batch: false) taking turns; rates over the steady part (%s → the end of the load);\n"+
 		"  keeps up: delivered/s ≥ %.0f %% of accepted/s and depth growth ≤ %.0f %% of accepted/s\n",
-		o.colocatedSenders, o.duration, steadyFrom, keepUpDelivered*100, keepUpGrowth*100)
+		o.colocatedSenders, paced, o.duration, steadyFrom, keepUpDelivered*100, keepUpGrowth*100)
 	fmt.Fprintf(w, colocatedFormat, "RUN", "ROUND", "C", "EVENTS", "ACCEPTED/s", "DELIVERED/s", "P99 ms", "MAX ms", "END DEPTH", "DEPTH/s", "KEEPS UP", "E2E/s", "CHECK")
 }
 

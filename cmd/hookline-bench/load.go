@@ -161,8 +161,14 @@ type loadConfig struct {
 	duration    time.Duration
 	dupRatio    float64
 	maxEvents   int
-	gen         *generator
-	spans       bool // record when each accepted event was sent and answered
+	// rate, when positive, paces the senders together to at most this
+	// many requests a second: each sends its k-th request no earlier than
+	// k × concurrency / rate after the start (catching up at once when
+	// answers came late), so the offered load no longer follows the
+	// answers (0: closed loop, each request as soon as the last answer).
+	rate  float64
+	gen   *generator
+	spans bool // record when each accepted event was sent and answered
 	// progress, when set, counts the "accepted" answers as they arrive
 	// (the colocated scenario samples it during the load).
 	progress *atomic.Int64
@@ -210,7 +216,22 @@ func runLoad(ctx context.Context, cfg loadConfig) *loadResult {
 		wg.Go(func() {
 			c := &client{addr: cfg.gen.host}
 			defer c.close()
+			var every time.Duration
+			if cfg.rate > 0 {
+				every = time.Duration(float64(cfg.concurrency) / cfg.rate * float64(time.Second))
+			}
+			next := start.Add(time.Duration(i) * every / time.Duration(cfg.concurrency)) // spread the senders' turns
 			for ctx.Err() == nil && time.Now().Before(deadline) {
+				if every > 0 {
+					if wait := time.Until(next); wait > 0 {
+						select {
+						case <-ctx.Done():
+							return
+						case <-time.After(wait):
+						}
+					}
+					next = next.Add(every)
+				}
 				var ev event
 				dup := len(s.mine) > 0 && rng.Float64() < cfg.dupRatio
 				if dup {

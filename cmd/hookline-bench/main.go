@@ -123,6 +123,9 @@ ingest,ordering,fanout,processing,colocated):
             end of the load) and KEEPS UP (delivered/s >= 95 % of
             accepted/s and DEPTH/s <= 5 % of accepted/s); P99/MAX ms (ack
             latency) and E2E/s (accepted / first send -> last completion).
+            With -rate N the senders are paced to N webhooks/s together
+            (still at most -c at once): whether one process sustains that
+            arrival rate.
             Targets: colocated-batched delivers >= 3,000 events/s while
             keeping up, with p99 ack <= 50 ms. Writes <out>/colocated.svg
             (the median round's two runs over time).
@@ -158,6 +161,7 @@ type options struct {
 	inProcess    bool
 	cpuProfile   string
 	maxEvents    int
+	rate         float64
 	drainTimeout time.Duration
 	keep         bool
 	colocated    bool
@@ -238,6 +242,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.inProcess, "inprocess", false, "run hookline in this process (internal/app) instead of a subprocess; CPU and RSS then include the load generator")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "with -inprocess: write a CPU profile of each run's load phase to FILE-<mode>-<c>.prof")
 	fs.IntVar(&o.maxEvents, "max-events", 0, "stop a run after this many new events (0: no limit; the duration still applies)")
+	fs.Float64Var(&o.rate, "rate", 0, "colocated: pace the senders together to at most this many webhooks/s, an arrival rate to sustain (0: closed loop, each sender as fast as answers come)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 0, "how long to wait for accepted events to be processed (default 120s + 10 x -d; in the drain scenarios 120s + 30ms per event)")
 	fs.StringVar(&o.pgURL, "pg", "", "use this PostgreSQL server (a URL whose role may CREATE DATABASE) instead of a throwaway cluster")
 	fs.BoolVar(&o.colocated, "colocated", false, "run one hookline --role all during the load (workers compete with ingest for the same CPUs) instead of the default: --role ingest during the load, then a --role worker process that drains the queue (processed/s is measured over that drain)")

@@ -172,6 +172,7 @@ func (rs *runState) load(ctx context.Context, rateGuess float64) error {
 	cfg := loadConfig{concurrency: rs.spec.c, duration: o.duration, dupRatio: o.dupRatio, maxEvents: o.maxEvents, spans: rs.spec.ordered}
 	if rs.spec.scenario == scenarioColocated {
 		cfg.dupRatio = 0 // every request a new event: accepted = what the workers must deliver
+		cfg.rate = o.rate
 	}
 	// Pre-sign enough events for the run at the rate this mode reached last
 	// time (more are signed on the fly if the load outruns the guess).
