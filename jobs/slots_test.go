@@ -66,3 +66,54 @@ func TestWorkersBoundForwardsNotJobs(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, workers, most, "forwards at once")
 }
+
+// TestNoForwardSlotGivesTheAttemptBack: a job whose River timeout no longer
+// leaves a whole forward's timeout while it waits for a slot does not
+// forward; its attempt is logged as interrupted and not counted, and River
+// retries it.
+func TestNoForwardSlotGivesTheAttemptBack(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	held := false
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		first := !held
+		held = true
+		mu.Unlock()
+		if first { // the first forward keeps the only slot
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	t.Cleanup(dest.Close)
+	// One slot, two River jobs; a job may run 2.5 s and a forward 2 s, so
+	// the second job gives up on the slot 0.5 s after it started, long
+	// before the first forward could time out.
+	b := startWith(t, &jobs.Source{MaxAttempts: 3, Timeout: 2500 * time.Millisecond, BackoffMin: 10 * time.Millisecond,
+		BackoffMax: 20 * time.Millisecond, Destination: &jobs.Destination{URL: dest.URL, Timeout: 2 * time.Second}}, false,
+		func(c *jobs.ClientConfig) { c.Workers = 1 })
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	require.Equal(t, "accepted", b.send(t, "evt_a"))
+	require.Equal(t, "accepted", b.send(t, "evt_b"))
+
+	var interrupted string
+	require.Eventually(t, func() bool {
+		err := b.pool.QueryRow(context.Background(),
+			`SELECT event_id FROM hookline_attempts WHERE error LIKE 'interrupted: no forward slot%' LIMIT 1`).Scan(&interrupted)
+		return err == nil
+	}, 30*time.Second, 10*time.Millisecond, "no attempt was interrupted for want of a slot")
+	free()
+	b.waitIdle(t, 60*time.Second)
+	for _, id := range []string{"evt_a", "evt_b"} {
+		require.Equal(t, "completed", b.event(t, id).State, id)
+	}
+	var counted int
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT job_attempts FROM hookline_event_destinations WHERE event_id = $1`, interrupted).Scan(&counted))
+	require.Equal(t, 1, counted, "attempts counted for %s, whose first attempt found no slot", interrupted)
+}
