@@ -164,7 +164,10 @@ const jobsPerWorker = 2
 // riverJobs is how many jobs River runs at once on a destination queue of
 // a process with workers forward slots per destination: as many as the
 // slots where a job holds its place for its whole life (the per-event
-// path, a Go handler's transaction).
+// path, a Go handler's transaction) or where its gate must be asked right
+// before its forward (a rate limit, an in-flight cap or a circuit breaker:
+// a job waiting for a slot would forward on an answer its gate gave
+// before the wait).
 func riverJobs(workers int, wholeLife bool) int {
 	if wholeLife {
 		return workers
@@ -185,7 +188,7 @@ func queues(sources []*Source, workers int, perEvent bool) map[string]river.Queu
 	}
 	for _, s := range sources {
 		for _, t := range s.Targets {
-			n := riverJobs(workers, perEvent || t.Handler != nil)
+			n := riverJobs(workers, perEvent || t.Handler != nil || t.flowControlled())
 			if t.MaxInFlight > 0 {
 				n = min(n, t.MaxInFlight)
 			}

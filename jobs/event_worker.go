@@ -356,6 +356,8 @@ func (w *EventWorker) outcome(ctx context.Context, r *run, workErr, leaseErr err
 	case errors.Is(workErr, errNoSlot):
 		// The attempt never reached the destination (attemptSlots).
 		return w.interrupted(ctx, r, "no forward slot", workErr)
+	case errors.Is(workErr, errPausedMeanwhile):
+		return w.interrupted(ctx, r, "destination paused", workErr)
 	}
 	w.gate.result(ctx, r, workErr)
 	return w.fail(ctx, r, workErr)
@@ -434,7 +436,8 @@ func (e *deliveredError) Unwrap() error { return e.err }
 // not be lost to the job's cancellation or timeout.
 func (w *EventWorker) forward(jobCtx, workCtx context.Context, r *run) error {
 	r.start = time.Now() // post restarts it once a slot is free
-	status, err := w.slots.forward(workCtx, r.t, func() (int, error) { return w.post(workCtx, r) })
+	paused := func() bool { return w.gate.isPaused(workCtx, r.src.Name, r.t.Name) }
+	status, err := w.slots.forward(workCtx, r.t, paused, func() (int, error) { return w.post(workCtx, r) })
 	if err != nil {
 		return err
 	}
