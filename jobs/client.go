@@ -161,22 +161,22 @@ const queueFetchCooldown = 5 * time.Millisecond
 // 0.27 ms.
 const jobsPerWorker = 2
 
-// riverJobs is how many jobs River runs at once on a destination queue of
-// a process with workers forward slots per destination: as many as the
-// slots where a job holds its place for its whole life (the per-event
-// path, a Go handler's transaction) or where its gate must be asked right
-// before its forward (a rate limit, an in-flight cap or a circuit breaker:
-// a job waiting for a slot would forward on an answer its gate gave
-// before the wait).
-func riverJobs(workers int, wholeLife bool) int {
-	if wholeLife {
+// riverJobs is how many jobs River runs at once on t's queue in a process
+// with workers forward slots per destination: as many as the slots where a
+// job holds its place for its whole life (the per-event path, a Go
+// handler's transaction) or where its gate must be asked right before its
+// forward (a rate limit, an in-flight cap or a circuit breaker: a job
+// waiting for a slot would forward on an answer its gate gave before the
+// wait); jobsPerWorker times as many otherwise.
+func (t *Target) riverJobs(workers int, perEvent bool) int {
+	if perEvent || t.Handler != nil || t.flowControlled() {
 		return workers
 	}
 	return workers * jobsPerWorker
 }
 
 // queues are the River queues a worker process runs: one per destination
-// (QueueFor), with riverJobs jobs at once or the destination's in-flight
+// (QueueFor), with Target.riverJobs jobs at once or the destination's in-flight
 // cap if lower, so that a slow or paused destination holds only its own;
 // the queue of jobs written before destinations had queues (workers jobs);
 // River's default queue for the periodic jobs; a short fetch cooldown on
@@ -188,7 +188,7 @@ func queues(sources []*Source, workers int, perEvent bool) map[string]river.Queu
 	}
 	for _, s := range sources {
 		for _, t := range s.Targets {
-			n := riverJobs(workers, perEvent || t.Handler != nil || t.flowControlled())
+			n := t.riverJobs(workers, perEvent)
 			if t.MaxInFlight > 0 {
 				n = min(n, t.MaxInFlight)
 			}

@@ -113,7 +113,7 @@ type WorkerConfig struct {
 	PerEvent bool
 	// Workers bounds the attempts running at once at each destination
 	// (default 50; attemptSlots); group commit sizes its batches by the
-	// jobs River runs for them (riverJobs).
+	// jobs River runs for them (Target.riverJobs).
 	Workers int
 }
 
@@ -151,15 +151,19 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = defaults.Workers
 	}
-	if !cfg.PerEvent {
-		w.batch = newBatches(cfg.Pool, claims, riverJobs(cfg.Workers, false), func() string { return w.runner }, w.wakes.Wake,
-			func(kind string, n int) { m.WorkerBatch.WithLabelValues(kind).Observe(float64(n)) }, w.claimAhead)
-	}
+	mostJobs := cfg.Workers // the most River runs at once on one queue
 	for _, s := range cfg.Sources {
 		if err := s.withDefaults(); err != nil {
 			return nil, err
 		}
 		w.sources[s.Name] = s
+		for _, t := range s.Targets {
+			mostJobs = max(mostJobs, t.riverJobs(cfg.Workers, cfg.PerEvent))
+		}
+	}
+	if !cfg.PerEvent {
+		w.batch = newBatches(cfg.Pool, claims, mostJobs, func() string { return w.runner }, w.wakes.Wake,
+			func(kind string, n int) { m.WorkerBatch.WithLabelValues(kind).Observe(float64(n)) }, w.claimAhead)
 	}
 	w.slots = newAttemptSlots(cfg.Sources, cfg.Workers)
 	return w, nil
@@ -436,8 +440,7 @@ func (e *deliveredError) Unwrap() error { return e.err }
 // not be lost to the job's cancellation or timeout.
 func (w *EventWorker) forward(jobCtx, workCtx context.Context, r *run) error {
 	r.start = time.Now() // post restarts it once a slot is free
-	paused := func() bool { return w.gate.isPaused(workCtx, r.src.Name, r.t.Name) }
-	status, err := w.slots.forward(workCtx, r.t, paused, func() (int, error) { return w.post(workCtx, r) })
+	status, err := w.slots.forward(workCtx, r.t, func() (int, error) { return w.postIfOpen(workCtx, r) })
 	if err != nil {
 		return err
 	}
@@ -451,6 +454,16 @@ func (w *EventWorker) forward(jobCtx, workCtx context.Context, r *run) error {
 	}
 	w.m.Deliveries.WithLabelValues(r.src.Name, r.t.Name, "success").Inc()
 	return nil
+}
+
+// postIfOpen is post, unless the destination was paused since its gate let
+// the attempt through (before the claim, and maybe before a wait for a
+// forward slot): then errPausedMeanwhile, and nothing is sent.
+func (w *EventWorker) postIfOpen(workCtx context.Context, r *run) (int, error) {
+	if w.gate.isPaused(workCtx, r.src.Name, r.t.Name) {
+		return 0, errPausedMeanwhile
+	}
+	return w.post(workCtx, r)
 }
 
 // post sends the event to the destination: its status, or why it failed.

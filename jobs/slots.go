@@ -31,20 +31,14 @@ func newAttemptSlots(sources []*Source, workers int) attemptSlots {
 	return s
 }
 
-// errPausedMeanwhile is an attempt whose destination was paused after its
-// gate let it through: it did not start, and does not count.
-var errPausedMeanwhile = errors.New("the destination was paused before the attempt reached it; not counted, will retry once resumed")
-
 // errNoSlot is an attempt that found no free slot while its job still had
 // the time to run a whole forward: it did not start, and does not count.
 var errNoSlot = errors.New("no forward slot of this worker came free while the job had time left for a whole forward; not counted, will retry")
 
 // forward runs post in one of t's slots, once one is free and while ctx
 // leaves post its whole timeout; otherwise it returns errNoSlot, or ctx's
-// error if ctx ends first (a stop). Once it has its slot it asks paused
-// again (errPausedMeanwhile): the gate answered before the claim, and
-// maybe before a wait.
-func (s attemptSlots) forward(ctx context.Context, t *Target, paused func() bool, post func() (int, error)) (int, error) {
+// error if ctx ends first (a stop).
+func (s attemptSlots) forward(ctx context.Context, t *Target, post func() (int, error)) (int, error) {
 	slot := s[t]
 	if slot == nil { // not a destination of the worker's sources
 		return post()
@@ -68,9 +62,6 @@ func (s attemptSlots) forward(ctx context.Context, t *Target, paused func() bool
 		}
 	}
 	defer func() { <-slot }()
-	if paused() {
-		return 0, errPausedMeanwhile
-	}
 	return post()
 }
 

@@ -11,19 +11,18 @@ import (
 
 // TestForwardSlotWaitLeavesTheForwardItsTimeout: a forward waits for a slot
 // only while its job's deadline still leaves it its whole timeout; past
-// that it does not start (errNoSlot), a stop ends the wait with the stop's
-// cause, and a destination paused meanwhile is not called.
+// that it does not start (errNoSlot), and a stop ends the wait with the
+// stop's cause.
 func TestForwardSlotWaitLeavesTheForwardItsTimeout(t *testing.T) {
 	t.Parallel()
 	dest := &Target{Name: "d", HTTP: &Destination{URL: "http://127.0.0.1:1", Timeout: time.Second}}
 	slots := newAttemptSlots([]*Source{{Name: "s", Targets: []*Target{dest}}}, 1)
 	posted := 0
 	post := func() (int, error) { posted++; return 200, nil }
-	open := func() bool { return false }
 
 	// A free slot: the forward runs even with little time left.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	status, err := slots.forward(ctx, dest, open, post)
+	status, err := slots.forward(ctx, dest, post)
 	cancel()
 	require.NoError(t, err)
 	require.Equal(t, 200, status)
@@ -31,7 +30,7 @@ func TestForwardSlotWaitLeavesTheForwardItsTimeout(t *testing.T) {
 	// The only slot held: a job with 1.1 s left may wait 0.1 s for it.
 	slots[dest] <- struct{}{}
 	ctx, cancel = context.WithTimeout(context.Background(), 1100*time.Millisecond)
-	_, err = slots.forward(ctx, dest, open, post)
+	_, err = slots.forward(ctx, dest, post)
 	require.ErrorIs(t, err, errNoSlot)
 	require.NoError(t, ctx.Err(), "gave up before the job's deadline")
 	cancel()
@@ -39,7 +38,7 @@ func TestForwardSlotWaitLeavesTheForwardItsTimeout(t *testing.T) {
 	// A slot freed during the wait is taken.
 	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
 	time.AfterFunc(20*time.Millisecond, func() { <-slots[dest] })
-	_, err = slots.forward(ctx, dest, open, post)
+	_, err = slots.forward(ctx, dest, post)
 	require.NoError(t, err)
 	cancel()
 
@@ -48,14 +47,20 @@ func TestForwardSlotWaitLeavesTheForwardItsTimeout(t *testing.T) {
 	stop := errors.New("stopping")
 	ctx, cancelCause := context.WithCancelCause(context.Background())
 	time.AfterFunc(20*time.Millisecond, func() { cancelCause(stop) })
-	_, err = slots.forward(ctx, dest, open, post)
+	_, err = slots.forward(ctx, dest, post)
 	require.ErrorIs(t, err, stop)
 	<-slots[dest]
 
-	// Paused since its gate let it through: it does not start, and leaves
-	// the slot free.
-	_, err = slots.forward(context.Background(), dest, func() bool { return true }, post)
-	require.ErrorIs(t, err, errPausedMeanwhile)
-	require.Empty(t, slots[dest], "the slot given back")
 	require.Equal(t, 2, posted)
+}
+
+// TestPausedSinceTheGateIsNotCalled: an attempt whose destination was
+// paused after its gate let it through (before its claim, maybe before a
+// wait for a forward slot) sends nothing.
+func TestPausedSinceTheGateIsNotCalled(t *testing.T) {
+	t.Parallel()
+	dest := &Target{Name: "d", HTTP: &Destination{URL: "http://127.0.0.1:1"}}
+	w := &EventWorker{gate: &gate{paused: map[[2]string]bool{{"s", "d"}: true}, refreshed: time.Now()}}
+	_, err := w.postIfOpen(context.Background(), &run{src: &Source{Name: "s"}, t: dest})
+	require.ErrorIs(t, err, errPausedMeanwhile)
 }

@@ -475,9 +475,13 @@ func colocatedSVG(rep *Report) string {
 			rounds++
 		}
 	}
+	senders := "closed-loop senders"
+	if rate, _ := rep.Settings["colocated_rate"].(float64); rate > 0 {
+		senders = fmt.Sprintf("senders paced to %.0f/s together", rate)
+	}
 	fmt.Fprintf(&sb, `<text x="%d" y="38" fill="#555">%s</text>`+"\n", leftA-40,
-		html.EscapeString(fmt.Sprintf("%d closed-loop senders, no duplicates, %v load; round %d of %d (the median round by batched delivered/s)",
-			r0.Concurrency, rep.Settings["duration"], r0.Round, rounds)))
+		html.EscapeString(fmt.Sprintf("%d %s, no duplicates, %v load; round %d of %d (the median round by batched delivered/s)",
+			r0.Concurrency, senders, rep.Settings["duration"], r0.Round, rounds)))
 	for i, ru := range runs {
 		if c := ru.r.Colocated; c != nil {
 			fmt.Fprintf(&sb, `<text x="%d" y="%d" fill="%s">%s</text>`+"\n", leftA-40, 54+14*i, ru.color,

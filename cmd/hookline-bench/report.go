@@ -193,6 +193,7 @@ func settingsOf(o options) map[string]any {
 		"hookline":               map[bool]string{true: "in-process", false: "subprocess"}[o.inProcess],
 		"topology":               topology(o),
 		"max_events_per_run":     o.maxEvents,
+		"colocated_rate":         o.rate,
 		"scenarios":              o.scenarios,
 		"backlog":                o.backlog,
 		"keys":                   o.keys,
