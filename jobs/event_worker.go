@@ -165,7 +165,7 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 		w.batch = newBatches(cfg.Pool, claims, mostJobs, func() string { return w.runner }, w.wakes.Wake,
 			func(kind string, n int) { m.WorkerBatch.WithLabelValues(kind).Observe(float64(n)) }, w.claimAhead)
 	}
-	w.slots = newAttemptSlots(cfg.Sources, cfg.Workers)
+	w.slots = newAttemptSlots(cfg.Sources, cfg.Workers, m.SlotWait)
 	return w, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hookline/hookline/internal/defaults"
 )
 
@@ -17,14 +19,24 @@ import (
 // own, so a slow one never takes another's. A Go handler's queue runs no
 // more jobs than workers (its job holds its place through its own
 // transaction), so it needs none.
-type attemptSlots map[*Target]chan struct{}
+//
+// Every forward reports how long it waited for its slot (0 when one was
+// free) to hookline_forward_slot_wait_seconds: waits show a destination
+// whose workers are all busy.
+type attemptSlots map[*Target]destSlots
 
-func newAttemptSlots(sources []*Source, workers int) attemptSlots {
+// destSlots are one destination's slots and the observer of their waits.
+type destSlots struct {
+	busy chan struct{} // a send takes a slot, a receive gives it back
+	wait prometheus.Observer
+}
+
+func newAttemptSlots(sources []*Source, workers int, waits *prometheus.HistogramVec) attemptSlots {
 	s := attemptSlots{}
 	for _, src := range sources {
 		for _, t := range src.Targets {
 			if t.Handler == nil {
-				s[t] = make(chan struct{}, workers)
+				s[t] = destSlots{busy: make(chan struct{}, workers), wait: waits.WithLabelValues(src.Name, t.Name)}
 			}
 		}
 	}
@@ -39,13 +51,15 @@ var errNoSlot = errors.New("no forward slot of this worker came free while the j
 // leaves post its whole timeout; otherwise it returns errNoSlot, or ctx's
 // error if ctx ends first (a stop).
 func (s attemptSlots) forward(ctx context.Context, t *Target, post func() (int, error)) (int, error) {
-	slot := s[t]
-	if slot == nil { // not a destination of the worker's sources
+	d, ok := s[t]
+	if !ok { // not a destination of the worker's sources
 		return post()
 	}
 	select {
-	case slot <- struct{}{}:
+	case d.busy <- struct{}{}:
+		d.wait.Observe(0)
 	default:
+		start := time.Now()
 		wait := ctx
 		if deadline, ok := ctx.Deadline(); ok {
 			var cancel context.CancelFunc
@@ -53,15 +67,17 @@ func (s attemptSlots) forward(ctx context.Context, t *Target, post func() (int, 
 			defer cancel()
 		}
 		select {
-		case slot <- struct{}{}:
+		case d.busy <- struct{}{}:
+			d.wait.Observe(time.Since(start).Seconds())
 		case <-wait.Done():
+			d.wait.Observe(time.Since(start).Seconds())
 			if ctx.Err() != nil {
 				return 0, context.Cause(ctx)
 			}
 			return 0, errNoSlot
 		}
 	}
-	defer func() { <-slot }()
+	defer func() { <-d.busy }()
 	return post()
 }
 

@@ -160,6 +160,8 @@ func TestReconcileStoresWhatWasNeverDelivered(t *testing.T) {
 
 	_, _, metricsText := get(base + "/metrics")
 	require.Contains(t, metricsText, `hookline_reconciled_total{source="s"} 37`)
+	require.Regexp(t, `(?m)^hookline_forward_slot_wait_seconds_count\{destination="default",source="s"\} 1000$`, metricsText,
+		"each forward's wait for a slot observed: the 963 delivered as webhooks and the 37 reconciled")
 
 	code, body = adminPost(t, base, "/admin/sources/s/reconcile")
 	require.Equal(t, http.StatusOK, code, body)

@@ -149,6 +149,7 @@ func exposedMetrics(t *testing.T) map[string]string {
 	m.RedeliveryGap.WithLabelValues("s").Observe(1)
 	m.ClaimHold.WithLabelValues("s").Observe(1)
 	m.DestSeconds.WithLabelValues("s").Observe(1)
+	m.SlotWait.WithLabelValues("s", "d").Observe(0)
 	m.Reconciled.WithLabelValues("s").Inc()
 
 	db := metrics.NewDatabaseCollector(fakeStats{}, slog.New(slog.DiscardHandler), 0)

@@ -34,6 +34,7 @@ type Metrics struct {
 	RedeliveryGap *prometheus.HistogramVec // source: time between first and repeated delivery
 	ClaimHold     *prometheus.HistogramVec // source: how long a claim was held
 	DestSeconds   *prometheus.HistogramVec // source
+	SlotWait      *prometheus.HistogramVec // source, destination: a forward's wait for a workers slot
 	Reconciled    *prometheus.CounterVec   // source
 }
 
@@ -96,6 +97,11 @@ func For(reg prometheus.Registerer) *Metrics {
 			Help:    "Destination request duration.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"source"})),
+		SlotWait: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hookline_forward_slot_wait_seconds",
+			Help:    "How long a forward waited for one of its destination's workers slots in this process before its request (0: one was free).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"source", "destination"})),
 		Reconciled: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookline_reconciled_total",
 			Help: "Events a reconciliation run found in the provider's events API, never accepted by hookline, and stored.",
