@@ -141,12 +141,12 @@ func (g *gate) result(ctx context.Context, r *run, workErr error) {
 	_, _ = g.pool.Exec(ctx, gateFailureSQL, r.src.Name, r.t.Name, CleanText(workErr.Error(), maxErrorBytes), failures)
 }
 
-// isPaused reports whether the operator paused the destination, from a set
-// read at most pauseRefresh ago.
 // errPausedMeanwhile is an attempt whose destination was paused after its
 // gate let it through: it did not start, and does not count.
 var errPausedMeanwhile = errors.New("the destination was paused before the attempt reached it; not counted, will retry once resumed")
 
+// isPaused reports whether the operator paused the destination, from a set
+// read at most pauseRefresh ago.
 func (g *gate) isPaused(ctx context.Context, source, dest string) bool {
 	g.mu.Lock()
 	stale := time.Since(g.refreshed) > pauseRefresh

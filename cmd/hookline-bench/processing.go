@@ -301,12 +301,12 @@ func processingTargets(rs []Result, ratios []Ratio) []Target {
 	for i, r := range batched {
 		rate[i], cpu[i], rss[i], events = r.ProcessedPerSec, processingCPU(r), r.WorkerPeakRSSMB, max(events, r.Accepted)
 	}
-	small := ""
+	backlogNote := ""
 	if events < processingTargetBacklog {
-		small = fmt.Sprintf("with a backlog of %d events; the target is for %d (-backlog %d)", events, processingTargetBacklog, processingTargetBacklog)
+		backlogNote = fmt.Sprintf("with a backlog of %d events; the target is for %d (-backlog %d)", events, processingTargetBacklog, processingTargetBacklog)
 	}
 	t := Target{Scenario: scenarioProcessing, Name: fmt.Sprintf("%s processed/s ≥ %d", runBatched, processingTargetRate), Value: median(rate),
-		Measured: fmt.Sprintf("median %.0f/s", median(rate)), Met: median(rate) >= processingTargetRate, Rounds: len(rate), Note: small}
+		Measured: fmt.Sprintf("median %.0f/s", median(rate)), Met: median(rate) >= processingTargetRate, Rounds: len(rate), Note: backlogNote}
 	for _, v := range rate {
 		t.RoundsMet += b2i(v >= processingTargetRate)
 	}
@@ -322,7 +322,7 @@ func processingTargets(rs []Result, ratios []Ratio) []Target {
 	for _, v := range rss {
 		t.RoundsMet += b2i(v <= processingTargetRSSMB)
 	}
-	t.Note = small
+	t.Note = backlogNote
 	return append(out, t)
 }
 
