@@ -39,7 +39,8 @@ func itemEvent(src *Source, it Item) (DeliveryEvent, error) {
 	pr := &providers.Request{Body: it.Body, Header: http.Header{"Content-Type": {"application/json"}}}
 	var ev providers.Event
 	var err error
-	if _, batch := src.Provider.(providers.Splitter); batch && src.EventID == nil {
+	_, batch := src.Provider.(providers.Splitter)
+	if batch && src.EventID == nil {
 		ev, err = itemDefaultID(src, pr)
 	} else {
 		ev, err = resolveOne(src, pr)
@@ -55,7 +56,9 @@ func itemEvent(src *Source, it Item) (DeliveryEvent, error) {
 	if ev.Type == "" {
 		ev.Type = it.Type
 	}
-	if err := checkEvent(src, ev, false); err != nil {
+	// The type is required where a webhook's would be: a batch's items
+	// need none, a single event does when its source resolves a type.
+	if err := checkEvent(src, ev, !batch && (src.EventType != nil || src.defaultType != "")); err != nil {
 		return DeliveryEvent{}, err
 	}
 	de := DeliveryEvent{ID: ev.ID, Type: ev.Type, Length: -1, Matched: match(src, ev.Type, it.Body)}

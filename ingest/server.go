@@ -813,10 +813,10 @@ func checkEvent(src *Source, ev providers.Event, typeRequired bool) error {
 	if src.EventTypeName == "" && src.defaultType != "" {
 		typeName = "the provider's default resolver " + src.defaultType
 	}
-	if strings.TrimSpace(ev.ID) == "" {
+	if providers.Blank(ev.ID) {
 		return fmt.Errorf("%w: the event id resolved by %s is empty or blank", providers.ErrNoEventID, idName)
 	}
-	if (ev.Type != "" || typeRequired) && strings.TrimSpace(ev.Type) == "" {
+	if (ev.Type != "" || typeRequired) && providers.Blank(ev.Type) {
 		return fmt.Errorf("%w: the event type resolved by %s is empty or blank", providers.ErrMalformed, typeName)
 	}
 	for _, f := range [...]struct{ name, v string }{{"event id resolved by " + idName, ev.ID}, {"event type resolved by " + typeName, ev.Type}} {

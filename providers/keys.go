@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/url"
 	"strings"
+	"unicode"
 
 	"github.com/tidwall/gjson"
 )
@@ -33,7 +34,8 @@ func ParseKeyResolver(spec string) (KeyResolver, error) {
 	case "header":
 		return func(r *Request) (string, error) { return strings.TrimSpace(r.Header.Get(arg)), nil }, nil
 	case "json":
-		return func(r *Request) (string, error) { return JSONString(r.Body, arg) }, nil
+		path := JSONPath(arg)
+		return func(r *Request) (string, error) { return JSONString(r.Body, path) }, nil
 	case "form":
 		return func(r *Request) (string, error) { return FormValue(r, arg) }, nil
 	case "body":
@@ -48,7 +50,28 @@ func ParseKeyResolver(spec string) (KeyResolver, error) {
 	return nil, fmt.Errorf("%q: unknown resolver %q (want header, json, form or body)", spec, kind)
 }
 
-// JSONString returns the value at path in the raw JSON body: strings
+// Blank reports whether s is empty or holds nothing visible: only Unicode
+// white space (U+00A0, U+2003, U+3000 included) and format characters such
+// as U+200B ZERO WIDTH SPACE, U+2060 WORD JOINER or U+FEFF. An event id,
+// type or id part that is blank is no id.
+func Blank(s string) bool {
+	return strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }) == ""
+}
+
+// JSONPath turns a dot path as configuration writes it (object keys
+// separated by '.', an array element by its index: "data.items.0.id") into
+// the gjson path that reads it. Every other character stands for itself:
+// '*', '?', '#', '|', '@' and '!' are parts of a key, never wildcards,
+// counts or modifiers.
+func JSONPath(dot string) string {
+	parts := strings.Split(dot, ".")
+	for i, p := range parts {
+		parts[i] = gjson.Escape(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+// JSONString returns the value at path (a gjson path; see JSONPath) in the raw JSON body: strings
 // unquoted, numbers and other values as their raw JSON text, "" when absent
 // or null. An invalid JSON body is ErrMalformed.
 func JSONString(body []byte, path string) (string, error) {

@@ -68,3 +68,24 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// A json: resolver reads its path literally: keys may hold characters that
+// gjson would take for wildcards, counts or modifiers; numbers index arrays.
+func TestJSONResolverPathIsLiteral(t *testing.T) {
+	body := []byte(`{"data":{"livemode":"yes","items":["a","b"],"a*b?c#d|e@f!g":"odd"}}`)
+	for path, want := range map[string]string{
+		"data.livemode":       "yes",
+		"data.livem?de":       "",
+		"data.*":              "",
+		"data.items.#":        "",
+		"data.items.1":        "b",
+		"data.a*b?c#d|e@f!g":  "odd",
+		"data.items|@reverse": "",
+	} {
+		resolve, err := ParseKeyResolver("json:" + path)
+		require.NoError(t, err)
+		got, err := resolve(&Request{Body: body})
+		require.NoError(t, err)
+		require.Equal(t, want, got, path)
+	}
+}

@@ -58,11 +58,13 @@ func TestCheckExitCodes(t *testing.T) {
 
 	// What serve would refuse, check refuses too, naming the field.
 	for want, cfg := range map[string]string{
-		"database_url: required":                 src,
-		"database_url: cannot parse":             "database_url: 'not a url'\n" + src,
-		"listen: \"notaport\": want host:port":   "database_url: postgres://h/db\nlisten: notaport\n" + src,
-		"sources[0].destination.url: required":   "database_url: postgres://h/db\nsources:\n  - {name: a, provider: stripe, secrets: [s]}\n",
-		"workers: want a whole number, not text": "database_url: postgres://h/db\nworkers: lots\n" + src,
+		"database_url: required":                                                 src,
+		"database_url: cannot parse":                                             "database_url: 'not a url'\n" + src,
+		"listen: \"notaport\": want host:port":                                   "database_url: postgres://h/db\nlisten: notaport\n" + src,
+		"listen: \"127.0.0.1:99999\": the port must be a number from 0 to 65535": "database_url: postgres://h/db\nlisten: '127.0.0.1:99999'\n" + src,
+		"admin_listen: \"127.0.0.1:x\": the port":                                "database_url: postgres://h/db\nadmin_listen: '127.0.0.1:x'\n" + src,
+		"sources[0].destination.url: required":                                   "database_url: postgres://h/db\nsources:\n  - {name: a, provider: stripe, secrets: [s]}\n",
+		"workers: want a whole number, not text":                                 "database_url: postgres://h/db\nworkers: lots\n" + src,
 	} {
 		code, out = run(t, "check", "--config", writeConfig(t, cfg))
 		require.Equal(t, 2, code, out)

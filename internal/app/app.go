@@ -135,8 +135,15 @@ func Check(cfg *config.Config, opts Options) error {
 		return err
 	}
 	for _, l := range []struct{ path, addr string }{{"listen", cfg.Listen}, {"admin_listen", cfg.AdminListen}} {
-		if _, _, err := net.SplitHostPort(l.addr); l.addr != "" && err != nil {
+		if l.addr == "" {
+			continue
+		}
+		_, port, err := net.SplitHostPort(l.addr)
+		if err != nil {
 			return config.Invalid(l.path, "%q: want host:port (e.g. 0.0.0.0:8080, or :8080 for every interface)", l.addr)
+		}
+		if _, err := net.LookupPort("tcp", port); err != nil {
+			return config.Invalid(l.path, "%q: the port must be a number from 0 to 65535 (e.g. 0.0.0.0:8080)", l.addr)
 		}
 	}
 	a := &App{Config: cfg, opts: opts}

@@ -115,13 +115,16 @@ func postRaw(t *testing.T, u string, body []byte, header ...string) answer {
 }
 
 // A signed event whose id (or type) is blank after resolution, Unicode
-// spaces included, is a 400 naming the resolver, and nothing is stored: no
+// spaces and invisible format characters included, is a 400 naming the resolver, and nothing is stored: no
 // event that no worker could ever claim.
 func TestBlankEventIDsAreRefused(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.NewURL(t)
 	ip := startApp(t, serveConfig("127.0.0.1:0", dbURL, "http://127.0.0.1:9/x", "admin_token: "+hostileToken, ""), app.Options{})
-	for _, id := range []string{"", "   ", "\t", " \u00a0 ", "\u2003\n"} {
+	// Nothing visible: white space, and format characters Unicode does not
+	// count as white space (zero width space, word joiner, BOM, Mongolian
+	// vowel separator).
+	for _, id := range []string{"", "   ", "\t", " \u00a0 ", "\u2003\n", "\u200b", "\ufeff", "\u2060", "\u180e", "\u200b\u3000\u200d"} {
 		body, _ := json.Marshal(map[string]any{"id": id, "object": "event", "type": "charge.succeeded", "created": 1764504000})
 		a := postRaw(t, ip.url(0)+"/webhooks/s", body, "Content-Type", "application/json", "Stripe-Signature", stripeSig(body, stripeSecret))
 		require.Equal(t, http.StatusBadRequest, a.Status, "id %q: %s", id, a.Body)

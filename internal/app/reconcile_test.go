@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -284,7 +285,7 @@ func TestReconcileAnswers(t *testing.T) {
 
 // An event the provider lists that hookline can never store (an id a
 // webhook carrying it would be refused for: a control character, past the
-// length cap) is skipped and logged; the run stores the rest of its page
+// length cap, no type where the provider's events all have one) is skipped and logged; the run stores the rest of its page
 // and answers 200, instead of failing on it every run until it leaves the
 // lookback.
 func TestReconcileSkipsEventsItCannotStore(t *testing.T) {
@@ -298,17 +299,21 @@ func TestReconcileSkipsEventsItCannotStore(t *testing.T) {
 	api := fakeapi.NewStripe(t, stripeAPIKey, []fakeapi.Event{
 		event("evt_ok_1", 0), event("evt_bad\r\nX-Injected: 1", 1), event("evt_ok_2", 2),
 		event("evt_"+strings.Repeat("x", 2000), 3), event("evt_ok_3", 4),
+		// No type, where every Stripe event has one: a webhook is refused.
+		{ID: "evt_no_type", Created: created.Add(5 * time.Second), Body: []byte(`{"id":"evt_no_type","object":"event","created":` + strconv.FormatInt(created.Unix()+5, 10) + `}`)},
 	})
 	dest := newLineSink(t, 0, nil)
 	ip := startApp(t, reconcileConfig(t, api.URL, dest.URL), app.Options{})
 	code, body := adminPost(t, ip.url(0), "/admin/sources/s/reconcile")
 	require.Equal(t, http.StatusOK, code, body)
-	require.JSONEq(t, `{"checked": 5, "missing": 3}`, body)
+	require.JSONEq(t, `{"checked": 6, "missing": 3}`, body)
 	for _, id := range []string{"evt_ok_1", "evt_ok_2", "evt_ok_3"} {
 		code, body := adminGet(t, ip.url(0), "/admin/events/s/"+id)
 		require.Equal(t, http.StatusOK, code, "%s: %s", id, body)
 	}
+	code, _ = adminGet(t, ip.url(0), "/admin/events/s/evt_no_type")
+	require.Equal(t, http.StatusNotFound, code, "an event without a type is not stored")
 	code, body = adminPost(t, ip.url(0), "/admin/sources/s/reconcile")
 	require.Equal(t, http.StatusOK, code, body)
-	require.JSONEq(t, `{"checked": 5, "missing": 0}`, body, "the next run skips them again, and finds nothing missing")
+	require.JSONEq(t, `{"checked": 6, "missing": 0}`, body, "the next run skips them again, and finds nothing missing")
 }

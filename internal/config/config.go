@@ -757,6 +757,8 @@ func (s *Source) validateDestinations(p string) error {
 		s.Destination.Name = DefaultDestination
 		s.Destinations = []*Destination{s.Destination}
 		return s.validateDestination(p, p+".destination", s.Destination, false)
+	case s.Destinations != nil && len(s.Destinations) == 0:
+		return field(p+".destinations", "empty list: list at least one destination, or write destination: for a single one")
 	case len(s.Destinations) == 0:
 		// No destination: an ingest-only source, or one whose Go handler is
 		// registered under the source's name.

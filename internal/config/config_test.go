@@ -277,6 +277,9 @@ func TestExpandSecretFields(t *testing.T) {
 		{"sources[0].destination.url", "DEST", "database_url: x\n", "    secrets: [s]\n    destination: {url: '${DEST}'}\n"},
 		{"sources[0].destination.secret", "DS", "database_url: x\n", "    secrets: [s]\n    destination: {url: 'http://x', secret: 'whsec_${DS}'}\n"},
 		{"sources[0].stripe.authorization_key", "AK", "database_url: x\n", "    secrets: [s]\n    stripe: {authorization_key: '${AK}'}\n"},
+		// URLs by other names: an endpoint, an audience, a host.
+		{"tracing.otlp_endpoint", "OTLP", "database_url: x\ntracing: {otlp_endpoint: 'http://${OTLP}:4318'}\n", "    secrets: [s]\n"},
+		{"sources[0].googleplay.audience", "AUD", "database_url: x\n", "    secrets: [s]\n    googleplay: {audience: 'https://${AUD}/webhooks/googleplay'}\n"},
 		// A value anchored in a plain field and aliased into a secret is
 		// checked where it is used.
 		{"sources[0].secrets[0]", "X", "database_url: x\nlisten: &l '${X}'\n", "    secrets: [*l]\n"},
@@ -511,10 +514,16 @@ func TestDestinations(t *testing.T) {
 		"sources[0].destinations[0].types[0]":         "    destinations: [{name: a, url: \"http://a\", types: [\" \"]}]\n",
 		"sources[0].destination.name":                 "    destination: {name: other, url: \"http://x\"}\n",
 		"sources[0].destinations[0].timeout":          "    lease: 1s\n    destinations: [{name: a, url: \"http://a\", timeout: 2s}]\n",
+		"sources[0].destinations[0].types":            "    destinations: [{name: a, url: \"http://a\", types: []}]\n",
+		"sources[0].destinations[0].where":            "    destinations: [{name: a, url: \"http://a\", where: {}}]\n",
 	} {
 		_, err := config.Parse([]byte(base+src), env(nil))
 		require.Equal(t, path, fieldError(t, err).Path, "%s: %v", src, err)
 	}
+	// An empty list names destinations, not the single destination's url.
+	_, err = config.Parse([]byte(base+"    destinations: []\n"), env(nil))
+	require.Equal(t, "sources[0].destinations", fieldError(t, err).Path, "%v", err)
+	require.ErrorContains(t, err, "empty list")
 }
 
 // alerts: each names its bad field.

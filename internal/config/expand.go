@@ -28,9 +28,10 @@ import (
 // in sensitive ones, while an empty NAME is a deliberate "".
 
 // sensitiveKey matches the YAML key names whose values hold a secret, token,
-// key, password or URL. In such a field a ${NAME} without a default whose
-// variable is unset is an error rather than "".
-var sensitiveKey = regexp.MustCompile(`secret|token|key|password|passwd|url|dsn`)
+// key, password or URL (an endpoint, an audience, a host). In such a field
+// a ${NAME} without a default whose variable is unset is an error rather
+// than "".
+var sensitiveKey = regexp.MustCompile(`secret|token|key|password|passwd|url|dsn|endpoint|audience|host`)
 
 func sensitive(key string) bool { return sensitiveKey.MatchString(strings.ToLower(key)) }
 

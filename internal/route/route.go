@@ -10,10 +10,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/hookline/hookline/providers"
 	"github.com/tidwall/gjson"
 )
 
@@ -24,8 +25,8 @@ type Matcher struct {
 }
 
 type condition struct {
-	path string
-	want any // the value, decoded as encoding/json decodes (numbers float64)
+	path string // a gjson path read literally (providers.JSONPath)
+	want any    // the value, decoded by decodeJSON (numbers as json.Number)
 }
 
 // CompileError names the filter field that is wrong ("types[1]",
@@ -37,9 +38,20 @@ type CompileError struct {
 func (e *CompileError) Error() string { return e.Field + ": " + e.Msg }
 
 // Compile builds the filter of types (globs; none: every type) and where
-// (JSON path → value; none: every body). Values are compared as JSON: 1 and
-// 1.0 are equal, and objects compare by their members, not their order.
+// (JSON path → value; none: every body). A path is read literally
+// (providers.JSONPath). Values are compared as JSON (jsonEqual): 1 and 1.0
+// are equal, large integers exactly, and objects compare by their members,
+// not their order.
+//
+// An empty list or map given (not nil) is an error: written out, it reads
+// as "no type" or "no condition", which no event would ever pass.
 func Compile(types []string, where map[string]any) (*Matcher, *CompileError) {
+	if types != nil && len(types) == 0 {
+		return nil, &CompileError{"types", "empty list: remove types to match every event type"}
+	}
+	if where != nil && len(where) == 0 {
+		return nil, &CompileError{"where", "empty: remove where to match every body"}
+	}
 	if len(types) == 0 && len(where) == 0 {
 		return nil, nil
 	}
@@ -63,11 +75,11 @@ func Compile(types []string, where map[string]any) (*Matcher, *CompileError) {
 		if err != nil {
 			return nil, &CompileError{"where." + p, fmt.Sprintf("value cannot be written as JSON: %v", err)}
 		}
-		var want any
-		if err := json.Unmarshal(raw, &want); err != nil {
+		want, err := decodeJSON(raw)
+		if err != nil {
 			return nil, &CompileError{"where." + p, err.Error()}
 		}
-		m.where = append(m.where, condition{path: p, want: want})
+		m.where = append(m.where, condition{path: providers.JSONPath(p), want: want})
 	}
 	return m, nil
 }
@@ -129,13 +141,68 @@ func (m *Matcher) Match(eventType string, body []byte) bool {
 		if !r.Exists() {
 			return false
 		}
-		var got any
-		dec := json.NewDecoder(bytes.NewReader([]byte(r.Raw)))
-		if err := dec.Decode(&got); err != nil || !reflect.DeepEqual(got, c.want) {
+		got, err := decodeJSON([]byte(r.Raw))
+		if err != nil || !jsonEqual(got, c.want) {
 			return false
 		}
 	}
 	return true
+}
+
+// decodeJSON decodes one JSON value, numbers as json.Number so that they
+// compare exactly (jsonEqual), not as float64.
+func decodeJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// jsonEqual is JSON equality of two decodeJSON values: numbers by their
+// exact value (1, 1.0 and 1e0 are equal; 9007199254740993 and
+// 9007199254740992 are not), strings by their text, arrays element by
+// element, objects member by member whatever their order.
+func jsonEqual(a, b any) bool {
+	switch x := a.(type) {
+	case json.Number:
+		y, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		cx, okx := canonicalNumber(string(x))
+		cy, oky := canonicalNumber(string(y))
+		if !okx || !oky {
+			return x == y
+		}
+		return cx == cy
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !jsonEqual(v, w) {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b // string, bool, nil
 }
 
 // Glob reports whether s matches pattern, where '*' stands for any run of
@@ -167,4 +234,57 @@ func Glob(pattern, s string) bool {
 		p++
 	}
 	return p == len(pattern)
+}
+
+// number is a JSON number's exact value: sign, significant digits (no
+// leading or trailing zeros; "" for zero) and the power of ten they are
+// multiplied by.
+type number struct {
+	neg    bool
+	digits string
+	exp    int64
+}
+
+// canonicalNumber reads a JSON number (-?int(.frac)?([eE][+-]?exp)?)
+// without arithmetic on its value, so a huge exponent costs nothing. ok is
+// false for what is not a JSON number or whose exponent does not fit 15
+// digits (such numbers then compare by their text).
+func canonicalNumber(s string) (n number, ok bool) {
+	if strings.HasPrefix(s, "-") {
+		n.neg, s = true, s[1:]
+	}
+	mant, expText, hasExp := strings.Cut(strings.ToLower(s), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	if intPart == "" || !allDigits(intPart) || !allDigits(frac) {
+		return number{}, false
+	}
+	if hasExp {
+		t := strings.TrimLeft(expText, "+-")
+		if t == "" || len(t) > 15 || !allDigits(t) {
+			return number{}, false
+		}
+		e, err := strconv.ParseInt(expText, 10, 64)
+		if err != nil {
+			return number{}, false
+		}
+		n.exp = e
+	}
+	digits := strings.TrimLeft(intPart+frac, "0")
+	n.exp -= int64(len(frac))
+	trimmed := strings.TrimRight(digits, "0")
+	n.exp += int64(len(digits) - len(trimmed))
+	n.digits = trimmed
+	if n.digits == "" {
+		return number{}, true // zero, whatever its sign and exponent
+	}
+	return n, true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

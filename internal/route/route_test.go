@@ -80,7 +80,8 @@ func compileYAML(t *testing.T, src string) *Matcher {
 
 func TestMatch(t *testing.T) {
 	t.Parallel()
-	body := []byte(`{"type":"invoice.paid","data":{"object":{"livemode":true,"amount":1000,"currency":"usd","metadata":{"a":1,"b":[1,2]}}},"nothing":null}`)
+	body := []byte(`{"type":"invoice.paid","data":{"object":{"livemode":true,"amount":1000,"currency":"usd","metadata":{"a":1,"b":[1,2]}}},"nothing":null,` +
+		`"odd":{"a*b?c#d|e@f":1},"big":9007199254740993,"zero":-0.0e5,"huge":1e999999999999}`)
 	for _, tc := range []struct {
 		filter string
 		typ    string
@@ -103,6 +104,19 @@ func TestMatch(t *testing.T) {
 		{`where: {"data.object.livemode": true, "data.object.currency": eur}`, "x", false},
 		{`{types: ["invoice.*"], where: {"data.object.livemode": true}}`, "invoice.paid", true},
 		{`{types: ["invoice.*"], where: {"data.object.livemode": true}}`, "charge.paid", false},
+		// Paths are literal: no wildcards, counts or modifiers.
+		{`where: {"data.object.livem?de": true}`, "x", false},
+		{`where: {"data.object.*": true}`, "x", false},
+		{`where: {"data.object.metadata.b.#": 2}`, "x", false},
+		{`where: {"data.object.metadata.b.1": 2}`, "x", true},
+		{`where: {"odd.a*b?c#d|e@f": 1}`, "x", true},
+		// Numbers compare exactly, whatever their spelling.
+		{`where: {"big": 9007199254740993}`, "x", true},
+		{`where: {"big": 9007199254740992}`, "x", false},
+		{`where: {"data.object.amount": 1e3}`, "x", true},
+		{`where: {"data.object.amount": 1000.5}`, "x", false},
+		{`where: {"zero": 0}`, "x", true},
+		{`where: {"huge": 1}`, "x", false},
 	} {
 		m := compileYAML(t, tc.filter)
 		require.Equal(t, tc.want, m.Match(tc.typ, body), "%s on %s", tc.filter, tc.typ)
@@ -119,6 +133,36 @@ func TestCompileErrors(t *testing.T) {
 	require.Equal(t, "where", err.Field)
 	_, err = Compile(nil, map[string]any{"a": func() {}})
 	require.Equal(t, "where.a", err.Field)
+	_, err = Compile([]string{}, nil)
+	require.Equal(t, "types", err.Field, "an empty list would match nothing")
+	_, err = Compile(nil, map[string]any{})
+	require.Equal(t, "where", err.Field)
+}
+
+func TestCanonicalNumber(t *testing.T) {
+	t.Parallel()
+	same := [][]string{
+		{"1", "1.0", "1e0", "10e-1", "0.1e1", "1.000"},
+		{"0", "-0", "0.0", "0e99", "-0.0e-5"},
+		{"-12.5", "-125e-1", "-0.125E2", "-1.25e+1"},
+		{"9007199254740993", "9.007199254740993e15"},
+	}
+	for _, group := range same {
+		for _, s := range group {
+			a, ok := canonicalNumber(group[0])
+			require.True(t, ok, group[0])
+			b, ok := canonicalNumber(s)
+			require.True(t, ok, s)
+			require.Equal(t, a, b, "%s and %s", group[0], s)
+		}
+	}
+	for _, pair := range [][2]string{{"9007199254740993", "9007199254740992"}, {"1", "-1"}, {"1e2", "1e3"}, {"0.1", "0.01"}} {
+		a, _ := canonicalNumber(pair[0])
+		b, _ := canonicalNumber(pair[1])
+		require.NotEqual(t, a, b, "%s and %s", pair[0], pair[1])
+	}
+	_, ok := canonicalNumber("1e1234567890123456")
+	require.False(t, ok, "an exponent past 15 digits compares by text")
 }
 
 func FuzzMatch(f *testing.F) {

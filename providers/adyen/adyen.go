@@ -228,8 +228,8 @@ func (v *Verifier) Verify(r *providers.Request) error {
 func event(obj gjson.Result) (providers.Event, error) {
 	f := []gjson.Result{obj.Get("pspReference"), obj.Get("eventCode"), obj.Get("success"), obj.Get("eventDate")}
 	psp, code, success, date := fieldString(f[0]), fieldString(f[1]), fieldString(f[2]), fieldString(f[3])
-	if psp == "" {
-		return providers.Event{}, fmt.Errorf("%w: item has no pspReference", providers.ErrNoEventID)
+	if providers.Blank(psp) {
+		return providers.Event{}, fmt.Errorf("%w: item has no pspReference (or a blank one)", providers.ErrNoEventID)
 	}
 	ev := providers.Event{ID: psp + ":" + code + ":" + success, Type: code}
 	if t, err := time.Parse(time.RFC3339, date); err == nil {

@@ -260,11 +260,11 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 		return providers.Event{}, err
 	}
 	kind, ts := strings.TrimSpace(n.Kind), strings.TrimSpace(n.Timestamp)
-	if kind == "" || ts == "" {
+	if providers.Blank(kind) || providers.Blank(ts) {
 		return providers.Event{}, fmt.Errorf("%w: notification has no kind or timestamp", providers.ErrNoEventID)
 	}
 	subject := n.SubjectID()
-	if subject == "" {
+	if providers.Blank(subject) {
 		sum := sha256.Sum256(raw)
 		subject = hex.EncodeToString(sum[:])
 	}

@@ -74,11 +74,14 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 		return providers.Event{}, err
 	}
 	name, typ, id, updated := f[0], f[1], f[2], f[3]
-	if name == "" {
+	if providers.Blank(name) {
 		name = strings.TrimSpace(r.Header.Get(EventNameHeader))
 	}
-	if id == "" {
-		return providers.Event{}, fmt.Errorf("%w: body has no \"data.id\"", providers.ErrNoEventID)
+	if providers.Blank(id) {
+		return providers.Event{}, fmt.Errorf("%w: body has no \"data.id\" (or a blank one)", providers.ErrNoEventID)
+	}
+	if providers.Blank(name) {
+		return providers.Event{}, fmt.Errorf("%w: body has no \"meta.event_name\" (or a blank one) and no %s header", providers.ErrNoEventID, EventNameHeader)
 	}
 	ev := providers.Event{ID: strings.Join([]string{name, typ, id, updated}, ":"), Type: name}
 	if t, err := time.Parse(time.RFC3339, updated); err == nil {

@@ -71,7 +71,15 @@ func TestCompositeID(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, providers.Event{ID: "order_refunded:orders:7:2021-08-17T09:45:53.000000Z", Type: "order_refunded", Time: time.Date(2021, 8, 17, 9, 45, 53, 0, time.UTC)}, ev)
 
-	for _, body := range []string{`{}`, `{"meta":{"event_name":"order_created"},"data":{"type":"orders"}}`, `{"data":{"id":null}}`, `{"data":{"id":""}}`} {
+	for _, body := range []string{`{}`, `{"meta":{"event_name":"order_created"},"data":{"type":"orders"}}`, `{"data":{"id":null}}`, `{"data":{"id":""}}`,
+		// A blank part is no part: white space, invisible characters.
+		`{"meta":{"event_name":"order_created"},"data":{"type":"orders","id":"   "}}`,
+		`{"meta":{"event_name":"order_created"},"data":{"type":"orders","id":"\u2003"}}`,
+		`{"meta":{"event_name":"order_created"},"data":{"type":"orders","id":"\u200b"}}`,
+		// No event name in the body or the header: the id would have no type.
+		`{"data":{"type":"orders","id":"7"}}`,
+		`{"meta":{"event_name":" "},"data":{"type":"orders","id":"7"}}`,
+	} {
 		_, err = p.Resolve(providertest.Request(body))
 		require.ErrorIs(t, err, providers.ErrNoEventID, body)
 	}

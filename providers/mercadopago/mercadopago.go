@@ -204,7 +204,7 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 		ev.Type = f[2]
 	}
 	if ev.ID == "" {
-		if did := dataID(r); did != "" {
+		if did := dataID(r); !providers.Blank(did) {
 			ev.ID = did + ":" + ev.Type
 		}
 	}
