@@ -138,6 +138,69 @@ func TestDeadSetRetry(t *testing.T) {
 		require.Nil(t, trace2, "none to keep")
 	})
 
+	// The retry forwards the dead item's payload from the delivery it came
+	// in with (its Hookline-Delivery-Id) while that delivery holds those
+	// bytes: the whole body, or a batch item inside it. Pruned, a copy takes
+	// its id back, unless a batch item of another event points into it.
+	t.Run("KeepsTheDeliveryItCameInWith", func(t *testing.T) {
+		t.Parallel()
+		b := dsSetup(t, 0)
+		b.deadEvents(t, "t", "evt_", 1)
+		b.deadEvents(t, "t", "pruned_", 1)
+		b.deadEvents(t, "t", "batch_", 2)
+		b.deadEvents(t, "t", "sibling_", 2)
+		// batch_1 and batch_2 are two items of one delivery; so are
+		// sibling_1 and sibling_2, whose delivery is then pruned.
+		for _, prefix := range []string{"batch_", "sibling_"} {
+			_, err := b.pool.Exec(ctx, `WITH one AS (
+					UPDATE hookline_deliveries SET body = convert_to('{"items":[{"id":"'||$1||'1"},{"id":"'||$1||'2"}]}', 'UTF8')
+					WHERE id = (SELECT delivery_id FROM hookline_events WHERE event_id = $1||'1') RETURNING id)
+				UPDATE hookline_event_destinations r SET delivery_id = one.id,
+					item_offset = CASE r.event_id WHEN $1||'1' THEN 10 ELSE 10 + length('{"id":"'||$1||'1"},') END,
+					item_length = length('{"id":"'||$1||'1"}')
+				FROM one WHERE r.event_id LIKE $1||'%'`, prefix)
+			require.NoError(t, err)
+			_, err = b.pool.Exec(ctx, `UPDATE hookline_dead x SET delivery_id = r.delivery_id FROM hookline_event_destinations r
+				WHERE r.event_id = x.event_id AND x.event_id LIKE $1||'%'`, prefix)
+			require.NoError(t, err)
+		}
+		deliveryOf := func(eventID string) (int64, string) {
+			var id int64
+			var body []byte
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT r.delivery_id, hookline_item(d.body, r.item_offset, r.item_length)
+				FROM hookline_event_destinations r JOIN hookline_deliveries d ON d.id = r.delivery_id WHERE r.event_id = $1`, eventID).Scan(&id, &body))
+			return id, string(body)
+		}
+		var deadDelivery = map[string]int64{}
+		for _, id := range []string{"evt_1", "pruned_1", "batch_2", "sibling_1", "sibling_2"} {
+			var d int64
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT delivery_id FROM hookline_dead WHERE event_id = $1`, id).Scan(&d))
+			deadDelivery[id] = d
+		}
+		_, err := b.pool.Exec(ctx, `DELETE FROM hookline_deliveries WHERE id IN ($1, $2)`, deadDelivery["pruned_1"], deadDelivery["sibling_1"])
+		require.NoError(t, err)
+
+		for _, id := range []string{"evt_1", "pruned_1", "batch_2", "sibling_1", "sibling_2"} {
+			_, err := b.dead.Retry(ctx, b.firstDeadID(t, "event_id = $1", id))
+			require.NoError(t, err, id)
+		}
+		d, body := deliveryOf("evt_1")
+		require.Equal(t, deadDelivery["evt_1"], d, "a stored delivery is kept")
+		require.JSONEq(t, `{"id":"evt_1"}`, body)
+		d, body = deliveryOf("pruned_1")
+		require.Equal(t, deadDelivery["pruned_1"], d, "a pruned delivery's id is taken back by its copy")
+		require.JSONEq(t, `{"id":"pruned_1"}`, body)
+		d, body = deliveryOf("batch_2")
+		require.Equal(t, deadDelivery["batch_2"], d, "a batch item is found in its delivery")
+		require.JSONEq(t, `{"id":"batch_2"}`, body)
+		d1, body := deliveryOf("sibling_1")
+		require.JSONEq(t, `{"id":"sibling_1"}`, body)
+		d2, body := deliveryOf("sibling_2")
+		require.JSONEq(t, `{"id":"sibling_2"}`, body)
+		require.NotEqual(t, deadDelivery["sibling_1"], d1, "other items point into the pruned batch: a new id")
+		require.NotEqual(t, d1, d2)
+	})
+
 	t.Run("CreatesMissingEvent", func(t *testing.T) {
 		t.Parallel()
 		b := dsSetup(t, 0)
@@ -373,6 +436,18 @@ hookline_dead_items{reason="failed",source="t"} 1
 hookline_dead_items{reason="duplicate",source="s"} 0
 hookline_dead_items{reason="failed",source="s"} 0
 hookline_dead_items{reason="failed",source="t"} 1
+`), "hookline_dead_items"))
+
+	// A configured source is reported with both reasons from the first
+	// scrape, 0 when it has no items: alerts and absent() see a series.
+	configured := metrics.NewDatabaseCollector(jobs.Stats{Pool: b.pool, Destinations: []jobs.DestinationName{{Source: "u", Name: "default"}, {Source: "u", Name: "second"}, {Source: "t", Name: "default"}}}, quiet(), 0)
+	require.NoError(t, testutil.CollectAndCompare(configured, strings.NewReader(`
+# HELP hookline_dead_items Items in the dead set now, by source and reason.
+# TYPE hookline_dead_items gauge
+hookline_dead_items{reason="duplicate",source="t"} 0
+hookline_dead_items{reason="duplicate",source="u"} 0
+hookline_dead_items{reason="failed",source="t"} 1
+hookline_dead_items{reason="failed",source="u"} 0
 `), "hookline_dead_items"))
 
 	// Database unreachable: nothing is emitted (no false zeros).

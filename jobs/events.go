@@ -232,13 +232,19 @@ func (s Stats) DestinationStates(ctx context.Context) ([]metrics.DestinationStat
 	return out, nil
 }
 
-// DeadItems counts the items in the dead set by (source, reason).
+// DeadItems counts the items in the dead set by (source, reason): every
+// configured source (Destinations) with both reasons, 0 when it has none,
+// and any other pair that has items (a source removed from the config).
 func (s Stats) DeadItems(ctx context.Context) (map[[2]string]int64, error) {
 	rows, err := s.Pool.Query(ctx, stmt.deadItemCounts)
 	if err != nil {
 		return nil, err
 	}
 	counts := map[[2]string]int64{}
+	for _, d := range s.Destinations {
+		counts[[2]string{d.Source, ReasonFailed}] = 0
+		counts[[2]string{d.Source, ReasonDuplicate}] = 0
+	}
 	var k [2]string
 	var n int64
 	_, err = pgx.ForEachRow(rows, []any{&k[0], &k[1], &n}, func() error { counts[k] = n; return nil })

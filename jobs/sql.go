@@ -359,33 +359,48 @@ var stmt = struct {
 		FROM hookline_dead WHERE id = $1`,
 	deleteDeadItem: `DELETE FROM hookline_dead WHERE id = $1`,
 	lockDeadItem:   `SELECT source, event_id, destination, reason, clock_timestamp() FROM hookline_dead WHERE id = $1 FOR UPDATE`,
-	// The item leaves the dead set; its payload becomes a new delivery (so a
-	// retry works after the original was pruned), of the origin and in the
-	// trace of the delivery it died with when that one is still stored; the
-	// event (created if missing) and its destination point at it, the
-	// destination queued again, its counts kept.
+	// The item leaves the dead set and its destination is queued again, its
+	// counts kept; the event is created if missing. What is forwarded is
+	// the item's payload, from the delivery it came in with (its
+	// Hookline-Delivery-Id) while that delivery is stored and holds those
+	// bytes (the whole body, or a batch item found in it: kept); else from
+	// a copy of the payload (so a retry works after retention pruned the
+	// original), stored under the original's id when that id is free and
+	// no other event's batch item points into it, else under a new id, of
+	// the origin and in the trace of the original when it is still stored.
 	requeueDeadItem: `WITH dead AS (
 			DELETE FROM hookline_dead WHERE id = $1
 			RETURNING source, event_id, destination, event_type, content_type, headers, payload, delivery_id),
-		deliv AS (
-			INSERT INTO hookline_deliveries (source, content_type, headers, body, origin, traceparent)
-			SELECT dead.source, dead.content_type, dead.headers, dead.payload, COALESCE(o.origin, 'webhook'), o.traceparent
+		kept AS (
+			SELECT o.id,
+				CASE WHEN o.body = dead.payload THEN NULL ELSE position(dead.payload IN o.body) - 1 END AS item_offset,
+				CASE WHEN o.body = dead.payload THEN NULL ELSE length(dead.payload) END AS item_length
+			FROM dead JOIN hookline_deliveries o ON o.id = dead.delivery_id
+			WHERE o.body = dead.payload OR (length(dead.payload) > 0 AND position(dead.payload IN o.body) > 0)),
+		copy AS (
+			INSERT INTO hookline_deliveries (id, source, content_type, headers, body, origin, traceparent)
+			SELECT CASE WHEN o.id IS NULL AND dead.delivery_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM hookline_event_destinations x
+					WHERE x.delivery_id = dead.delivery_id AND x.item_offset IS NOT NULL)
+				THEN dead.delivery_id ELSE nextval(pg_get_serial_sequence('hookline_deliveries', 'id')) END,
+				dead.source, dead.content_type, dead.headers, dead.payload, COALESCE(o.origin, 'webhook'), o.traceparent
 			FROM dead LEFT JOIN hookline_deliveries o ON o.id = dead.delivery_id
-			RETURNING id),
+			WHERE NOT EXISTS (SELECT 1 FROM kept)
+			RETURNING id, NULL::integer AS item_offset, NULL::integer AS item_length),
+		deliv AS (SELECT * FROM kept UNION ALL SELECT * FROM copy),
 		ev AS (
 			INSERT INTO hookline_events AS e (source, event_id, event_type, delivery_id)
 			SELECT dead.source, dead.event_id, dead.event_type, deliv.id FROM dead, deliv
 			ON CONFLICT (source, event_id) DO UPDATE SET
 				event_type = CASE WHEN excluded.event_type <> '' THEN excluded.event_type ELSE e.event_type END
 			RETURNING 1)
-		INSERT INTO hookline_event_destinations AS r (source, event_id, destination, delivery_id)
-		SELECT dead.source, dead.event_id, dead.destination, deliv.id FROM dead, deliv
+		INSERT INTO hookline_event_destinations AS r (source, event_id, destination, delivery_id, item_offset, item_length)
+		SELECT dead.source, dead.event_id, dead.destination, deliv.id, deliv.item_offset, deliv.item_length FROM dead, deliv
 		WHERE (SELECT count(*) FROM ev) >= 0
 		ON CONFLICT (source, event_id, destination) DO UPDATE SET
 			state        = 'queued',
 			delivery_id  = excluded.delivery_id,
-			item_offset  = NULL,
-			item_length  = NULL,
+			item_offset  = excluded.item_offset,
+			item_length  = excluded.item_length,
 			queued_at    = now(),
 			completed_at = NULL,
 			dedup_until  = NULL,

@@ -40,9 +40,11 @@ const scrapeTimeout = 3 * time.Second
 // database, cached (NewCached: one set of queries at a time, reused for ttl;
 // DatabaseTTL in production):
 //
-//   - hookline_dead_items{source,reason}: items in the dead set now. A pair
-//     seen on an earlier scrape is reported as 0 once its items are gone, so
-//     the gauge drops to zero instead of going stale.
+//   - hookline_dead_items{source,reason}: items in the dead set now, for
+//     every pair DeadItems answers (the configured sources with both
+//     reasons, 0 included). A pair seen on an earlier scrape is reported as
+//     0 once its items are gone, so the gauge drops to zero instead of going
+//     stale.
 //   - hookline_queue_jobs{state}: unfinished event jobs by state.
 //   - hookline_queue_oldest_available_seconds: how long the oldest event job
 //     ready to run has waited (0: none).
