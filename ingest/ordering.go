@@ -46,7 +46,7 @@ func orderEvent(o *Ordering, pr *providers.Request, ev *DeliveryEvent) error {
 	if err != nil && !errors.Is(err, providers.ErrNoEventID) {
 		return fmt.Errorf("ordering key (resolver %s): %w", o.KeyName, err)
 	}
-	if strings.TrimSpace(key) == "" {
+	if providers.Blank(key) {
 		return nil // unordered
 	}
 	switch {

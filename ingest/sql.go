@@ -25,7 +25,8 @@ import "github.com/hookline/hookline/jobs"
 //     destination, the delivery and item it would forward, whether the event
 //     matched its filter; $24-$26: its ordering key and ordering.by, NULL
 //     when unordered).
-//   - oc, ok, os: ordering. A new event's ordered destinations take the
+//   - oc, ok, os: ordering. A new event's ordered destinations, and an
+//     existing event's that this delivery queues again (rq), take the
 //     next places in their key's line (hookline_order_keys, locked and
 //     counted up in key order, so places follow commit order; within the
 //     batch, arrival order). A place waits (its job is inserted pending)
@@ -34,7 +35,12 @@ import "github.com/hookline/hookline/jobs"
 //   - nd: a new event's matched destinations, queued. rq: an existing
 //     event's destinations that hookline_requeues (dead, or completed past
 //     their window: a provider's retry), queued again with this delivery,
-//     outside any line. wq: an existing event's destinations still waiting
+//     at the end of their key's line (os) like a new event's: a provider's
+//     retry is accepted anew. (Should such a destination stop being
+//     re-queueable between oc's look and rq's locked update, by an
+//     operator's retry at that moment, its place stays empty: an advance
+//     steps over places no row holds, and a line that stands still behind
+//     one is advanced by the clean-up within a minute or two.) wq: an existing event's destinations still waiting
 //     (locked, so that one a worker completes meanwhile is seen completed);
 //     their job insert is River's to decide, which restores a job that was
 //     lost (pending again if its line has not reached it). Matching is
@@ -97,7 +103,10 @@ WITH d AS MATERIALIZED (
 ), oc AS MATERIALIZED (
 	SELECT c.source, c.event_id, c.destination, c.order_key,
 		row_number() OVER w AS rn, count(*) OVER (PARTITION BY c.source, c.destination, c.order_key) AS n
-	FROM cand c WHERE c.fresh AND c.matched AND c.order_key IS NOT NULL
+	FROM cand c WHERE c.order_key IS NOT NULL AND ((c.fresh AND c.matched) OR (NOT c.fresh AND EXISTS (
+		SELECT 1 FROM hookline_event_destinations r
+		WHERE r.source = c.source AND r.event_id = c.event_id AND r.destination = c.destination
+			AND hookline_requeues(r.state, r.dedup_until))))
 	WINDOW w AS (PARTITION BY c.source, c.destination, c.order_key ORDER BY c.dord, c.item_offset NULLS FIRST, c.ord)
 ), ok AS (
 	INSERT INTO hookline_order_keys AS k (source, destination, key, last_seq)
@@ -122,11 +131,14 @@ WITH d AS MATERIALIZED (
 ), rq AS (
 	UPDATE hookline_event_destinations r SET state = 'queued', delivery_id = ids.ids[c.dord],
 		item_offset = c.item_offset, item_length = c.item_length, queued_at = now(), completed_at = NULL, dedup_until = NULL,
-		order_seq = NULL, skipped = NULL
+		order_key = CASE WHEN os.seq IS NOT NULL THEN c.order_key ELSE r.order_key END, order_seq = os.seq,
+		order_by = CASE WHEN os.seq IS NOT NULL THEN c.order_by::numeric ELSE r.order_by END,
+		order_by_kind = CASE WHEN os.seq IS NOT NULL THEN c.order_by_kind ELSE r.order_by_kind END, skipped = NULL
 	FROM cand c CROSS JOIN ids
+		LEFT JOIN os ON os.source = c.source AND os.event_id = c.event_id AND os.destination = c.destination
 	WHERE NOT c.fresh AND r.source = c.source AND r.event_id = c.event_id AND r.destination = c.destination
 		AND hookline_requeues(r.state, r.dedup_until) AND (SELECT count(*) FROM ok) >= 0
-	RETURNING r.source, r.event_id, r.destination
+	RETURNING r.source, r.event_id, r.destination, COALESCE(os.waits, false) AS waits
 ), wq AS (
 	SELECT r.* FROM cand c CROSS JOIN LATERAL (
 		SELECT r.source, r.event_id, r.destination,
@@ -140,7 +152,7 @@ WITH d AS MATERIALIZED (
 ), q AS (
 	SELECT nd.source, nd.event_id, nd.destination, COALESCE(os.waits, false) AS waits
 	FROM nd LEFT JOIN os ON os.source = nd.source AND os.event_id = nd.event_id AND os.destination = nd.destination
-	UNION ALL SELECT rq.*, false FROM rq
+	UNION ALL SELECT * FROM rq
 	UNION ALL SELECT * FROM wq
 )`
 

@@ -150,8 +150,10 @@ func TestOrderingFailingEventHoldsItsKey(t *testing.T) {
 	postOrdered(t, base, "pay", "A3", "pi_A", 3)
 	postOrdered(t, base, "pay", "B1", "pi_B", 1)
 	postOrdered(t, base, "pay", "U1", "", 1)
+	postOrdered(t, base, "pay", "U2", "\u200b\u00a0", 1) // nothing visible: no key
 	eventState(t, base, "pay", "B1", 30*time.Second, "completed")
 	eventState(t, base, "pay", "U1", 30*time.Second, "completed")
+	eventState(t, base, "pay", "U2", 30*time.Second, "completed")
 	select {
 	case <-a1FailedThrice: // A1 kept failing meanwhile
 	case <-time.After(30 * time.Second):
@@ -165,6 +167,7 @@ func TestOrderingFailingEventHoldsItsKey(t *testing.T) {
 	require.Equal(t, []string{"A1", "A2", "A3"}, dest.delivered("pi_A"))
 	require.Equal(t, "pi_A", dest.header("A2").Get("Hookline-Order-Key"))
 	require.Empty(t, dest.header("U1").Values("Hookline-Order-Key"), "an unordered event has no key")
+	require.Empty(t, dest.header("U2").Values("Hookline-Order-Key"), "a key of invisible characters is no key")
 	require.Empty(t, dest.header("A2").Values("Hookline-Stale"), "a normal forward carries no Hookline-Stale")
 	require.Empty(t, dest.header("A2").Values("Hookline-Origin"), "a webhook forward carries no Hookline-Origin")
 
@@ -190,6 +193,41 @@ func TestOrderingFailingEventHoldsItsKey(t *testing.T) {
 	dest.mu.Lock()
 	defer dest.mu.Unlock()
 	require.Equal(t, 4, dest.perEvent["C1"], "C1 was forwarded once more, by the operator's retry")
+}
+
+// A provider's re-delivery of a dead event is a new arrival: it takes its
+// key's next place, so it waits for an event accepted before it (never
+// overlapping it) and holds the events accepted after it. Only an
+// operator's retry runs outside the order.
+func TestProviderRedeliveryJoinsTheLine(t *testing.T) {
+	t.Parallel()
+	var release atomic.Bool // D1 fails until released
+	dest := newLineSink(t, 300*time.Millisecond, func(id string, n int) int {
+		if id == "D1" && !release.Load() {
+			return http.StatusInternalServerError
+		}
+		return http.StatusOK
+	})
+	cfg := stripeConfig(pgtest.NewURL(t), "", fmt.Sprintf(`    ordering: {key: "json:data.object.id"}
+    destination: {url: %q, max_attempts: 2, backoff: {min: 50ms, max: 100ms}}
+`, dest.URL))
+	ip := startApp(t, cfg, app.Options{})
+	base := ip.url(0)
+
+	postOrdered(t, base, "s", "D1", "pi_D", 1)
+	eventState(t, base, "s", "D1", 30*time.Second, "dead")
+	release.Store(true)
+	postOrdered(t, base, "s", "D2", "pi_D", 2) // forwarded at once, held 300 ms
+	postOrdered(t, base, "s", "D1", "pi_D", 1) // the provider re-delivers D1 meanwhile
+	postOrdered(t, base, "s", "D3", "pi_D", 3)
+	ev := eventState(t, base, "s", "D3", 30*time.Second, "completed")
+	require.Equal(t, "pi_D", ev["order_key"])
+	eventState(t, base, "s", "D1", 30*time.Second, "completed")
+	dest.mu.Lock()
+	defer dest.mu.Unlock()
+	require.Equal(t, []string{"D1", "D1", "D2", "D1", "D3"}, dest.arrivals["pi_D"], "the re-delivered D1 goes after D2, and D3 after it")
+	require.Empty(t, dest.overlaps, "forwards of one key overlapped")
+	require.Equal(t, "pi_D", dest.headers["D1"].Get("Hookline-Order-Key"))
 }
 
 // Stale events: with ordering.by, an event accepted after one of its key
