@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -31,13 +33,31 @@ const (
 	ByTime   = "time"
 )
 
-// MaxOrderKeyBytes caps an ordering key, as MaxEventIDBytes caps an id: it
-// is indexed.
+// MaxOrderKeyBytes caps an ordering key as stored, as MaxEventIDBytes caps
+// an id: it is indexed. A longer key is stored as its digest (lineKey).
 const MaxOrderKeyBytes = MaxEventIDBytes
 
-// orderEvent fills ev's ordering key and by from the event's own request
-// (a batch item's bytes with the delivery's headers). A key Postgres could
-// not store or index is refused, naming the resolver.
+// DigestKeyPrefix starts the stored form of an ordering key that Postgres
+// cannot store or index as it is (lineKey).
+const DigestKeyPrefix = "sha256:"
+
+// lineKey is the ordering key as stored, and forwarded in
+// Hookline-Order-Key: the key itself, or, for one Postgres cannot store or
+// index as it is (longer than MaxOrderKeyBytes, invalid UTF-8, a NUL byte),
+// DigestKeyPrefix and the hex SHA-256 of its bytes. Equal keys have equal
+// digests, so such events are still ordered; an ordering key never makes
+// an event be refused.
+func lineKey(key string) string {
+	if len(key) <= MaxOrderKeyBytes && utf8.ValidString(key) && strings.IndexByte(key, 0) < 0 {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return DigestKeyPrefix + hex.EncodeToString(sum[:])
+}
+
+// orderEvent fills ev's ordering key (lineKey) and by from the event's own
+// request (a batch item's bytes with the delivery's headers). Only a body
+// the resolver cannot read (malformed) is refused, naming the resolver.
 func orderEvent(o *Ordering, pr *providers.Request, ev *DeliveryEvent) error {
 	if o == nil {
 		return nil
@@ -49,15 +69,7 @@ func orderEvent(o *Ordering, pr *providers.Request, ev *DeliveryEvent) error {
 	if providers.Blank(key) {
 		return nil // unordered
 	}
-	switch {
-	case !utf8.ValidString(key):
-		return fmt.Errorf("%w: the ordering key resolved by %s is not valid UTF-8", providers.ErrMalformed, o.KeyName)
-	case strings.IndexByte(key, 0) >= 0:
-		return fmt.Errorf("%w: the ordering key resolved by %s contains a NUL byte", providers.ErrMalformed, o.KeyName)
-	case len(key) > MaxOrderKeyBytes:
-		return fmt.Errorf("%w: the ordering key resolved by %s is %d bytes long; hookline takes at most %d",
-			providers.ErrMalformed, o.KeyName, len(key), MaxOrderKeyBytes)
-	}
+	key = lineKey(key)
 	ev.OrderKey = key
 	if o.By != nil {
 		if v, err := o.By(pr); err == nil {

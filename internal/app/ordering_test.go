@@ -6,6 +6,8 @@ package app_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookline/hookline/ingest"
 	"github.com/hookline/hookline/internal/app"
 	"github.com/hookline/hookline/internal/pgtest"
 	"github.com/hookline/hookline/internal/proctest"
@@ -228,6 +231,41 @@ func TestProviderRedeliveryJoinsTheLine(t *testing.T) {
 	require.Equal(t, []string{"D1", "D1", "D2", "D1", "D3"}, dest.arrivals["pi_D"], "the re-delivered D1 goes after D2, and D3 after it")
 	require.Empty(t, dest.overlaps, "forwards of one key overlapped")
 	require.Equal(t, "pi_D", dest.headers["D1"].Get("Hookline-Order-Key"))
+}
+
+// An ordering key Postgres cannot store as it is (over 1,024 bytes, a NUL)
+// does not get the event refused: its line is the key's SHA-256, which is
+// what Hookline-Order-Key and the lookup carry.
+func TestOrderingKeysStoredAsDigests(t *testing.T) {
+	t.Parallel()
+	dest := newLineSink(t, 50*time.Millisecond, nil)
+	cfg := stripeConfig(pgtest.NewURL(t), "", fmt.Sprintf(`    ordering: {key: "json:data.object.id"}
+    destination: {url: %q}
+`, dest.URL))
+	ip := startApp(t, cfg, app.Options{})
+	base := ip.url(0)
+	long := "pi_" + strings.Repeat("x", 1100)
+	digest := func(key string) string {
+		sum := sha256.Sum256([]byte(key))
+		return ingest.DigestKeyPrefix + hex.EncodeToString(sum[:])
+	}
+	for i, id := range []string{"L1", "L2", "L3"} {
+		postOrdered(t, base, "s", id, long, int64(i))
+	}
+	// A NUL, as JSON escapes it (%q in orderedBody would not).
+	body := []byte(`{"id":"N1","object":"event","type":"payment_intent.updated","created":1,"data":{"object":{"id":"pi_\u0000"}}}`)
+	a := postRaw(t, base+"/webhooks/s", body, "Content-Type", "application/json", "Stripe-Signature", stripeSig(body, stripeSecret))
+	require.Equal(t, http.StatusOK, a.Status, a.Body)
+	for _, id := range []string{"L1", "L2", "L3", "N1"} {
+		eventState(t, base, "s", id, 30*time.Second, "completed")
+	}
+	ev := eventState(t, base, "s", "L2", time.Second, "completed")
+	require.Equal(t, digest(long), ev["order_key"])
+	require.Equal(t, []string{"L1", "L2", "L3"}, dest.delivered(digest(long)), "one line, in acceptance order")
+	require.Equal(t, []string{"N1"}, dest.delivered(digest("pi_\x00")))
+	dest.mu.Lock()
+	defer dest.mu.Unlock()
+	require.Empty(t, dest.overlaps)
 }
 
 // Stale events: with ordering.by, an event accepted after one of its key
