@@ -178,6 +178,11 @@ func TestChainClaimAheadSeesStale(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT array_agg(event_id ORDER BY order_seq) FROM hookline_event_destinations
 		WHERE state = 'completed' AND skipped = 'stale'`).Scan(&skipped))
 	require.Equal(t, []string{"evt_st_1", "evt_st_3", "evt_st_6"}, skipped)
+	var counted, logged int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT (SELECT coalesce(sum(attempts + job_attempts), 0) FROM hookline_event_destinations WHERE skipped = 'stale'),
+		(SELECT count(*) FROM hookline_attempts a JOIN hookline_event_destinations r USING (source, event_id, destination) WHERE r.skipped = 'stale')`).Scan(&counted, &logged))
+	require.Zero(t, counted, "a skipped event spent no attempt")
+	require.Zero(t, logged, "and logged none")
 	ahead := claimedAhead(t, b)
 	t.Logf("%d of %d claims taken with the completion before them", ahead, len(created))
 	require.Positive(t, ahead, "no chained job's claim was taken in the transaction that took the job")
@@ -292,4 +297,28 @@ func requireRetriedOnce(t *testing.T, b *bundle, eventID string) {
 	require.Equal(t, 2, attempt, eventID)
 	require.Equal(t, 1, errs, eventID)
 	require.Equal(t, 2, attempts, eventID)
+}
+
+// With group commit off (processing.batch: false), a stale event skipped by
+// its own completion statement spends no attempt either.
+func TestStaleSkipPerEventSpendsNoAttempt(t *testing.T) {
+	t.Parallel()
+	dest := newOrderRecorder(t, recorderOptions{IDFormat: "evt_pe_%d"})
+	keyOf, err := providers.ParseKeyResolver("json:data.object.id")
+	require.NoError(t, err)
+	byOf, err := providers.ParseKeyResolver("json:created")
+	require.NoError(t, err)
+	b := startOrdered(t, &jobs.Source{MaxAttempts: 3, StaleSkip: true, Destination: &jobs.Destination{URL: dest.URL}}, false,
+		func(c *jobs.ClientConfig) { c.PerEvent = true }, &ingest.Ordering{Key: keyOf, By: byOf, KeyName: "json:data.object.id"})
+	for n, c := range []int{100, 300, 200} {
+		body := fmt.Sprintf(`{"id":"evt_pe_%d","type":"charge.updated","created":%d,"data":{"object":{"id":"ch_pe"}}}`, n, c)
+		require.Equal(t, "accepted", b.sendBody(t, []byte(body)))
+	}
+	b.waitIdle(t, 60*time.Second)
+	var attempts, budget, logged int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT r.attempts, r.job_attempts,
+			(SELECT count(*) FROM hookline_attempts a WHERE a.source = r.source AND a.event_id = r.event_id)
+		FROM hookline_event_destinations r WHERE r.event_id = 'evt_pe_2' AND r.skipped = 'stale'`).Scan(&attempts, &budget, &logged))
+	require.Zero(t, attempts+budget+logged, "attempts %d, budget %d, log rows %d", attempts, budget, logged)
+	require.Equal(t, map[string][]int{"ch_pe": {0, 1}}, dest.forwards(t))
 }

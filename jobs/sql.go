@@ -176,10 +176,10 @@ func completeSQL(claimSQL string, n int) string {
 	ev AS (
 		UPDATE hookline_event_destinations r SET state = 'completed', completed_at = now(),
 			dedup_until = now() + ` + param(n, 4) + `::bigint * interval '1 microsecond', last_error = NULL,
-			skipped = ` + param(n, 10) + `::text
+			skipped = ` + param(n, 10) + `::text, ` + unspentSQL(param(n, 10)+"::text") + `
 		FROM claim WHERE r.source = ` + src + ` AND r.event_id = ` + id + ` AND r.destination = ` + dest + `
 		RETURNING 1),
-	att AS (` + attemptLogSQL(src, id, dest, n+6, " FROM claim") + `),
+	att AS (` + attemptLogSQL(src, id, dest, n+6, " FROM claim WHERE "+param(n, 10)+"::text IS NULL") + `),
 	dead AS (
 		DELETE FROM hookline_dead x
 		WHERE x.source = ` + src + ` AND x.event_id = ` + id + ` AND x.destination = ` + dest + ` AND x.reason = 'failed'
@@ -191,6 +191,16 @@ func completeSQL(claimSQL string, n int) string {
 			AND EXISTS (SELECT 1 FROM claim)),
 	job AS (` + deleteRunningJobSQL(param(n, 5), `(SELECT count(*) FROM ev) >= 0 AND EXISTS (SELECT 1 FROM claim)`) + `)
 	SELECT count(*) FROM claim`
+}
+
+// unspentSQL is the SET list that gives back the attempt a completion
+// counted when it did not forward (skipped, an SQL text expression, is not
+// NULL: a stale event under stale: skip): nothing was attempted, so neither
+// the destination's attempts nor its budget count it, and the attempts log
+// has no row for it.
+func unspentSQL(skipped string) string {
+	return `attempts = greatest(r.attempts - CASE WHEN ` + skipped + ` IS NULL THEN 0 ELSE 1 END, 0),
+			job_attempts = greatest(r.job_attempts - CASE WHEN ` + skipped + ` IS NULL THEN 0 ELSE 1 END, 0)`
 }
 
 // completeManySQL is completeSQL for a batch of completions (group
@@ -211,11 +221,12 @@ func completeManySQL(completeMany func(input string) string) string {
 	done AS MATERIALIZED (SELECT q.* FROM q JOIN claim ON claim.key = q.key),
 	ev AS (
 		UPDATE hookline_event_destinations r SET state = 'completed', completed_at = now(),
-			dedup_until = now() + done.dest_dedup_us * interval '1 microsecond', last_error = NULL, skipped = done.skipped
+			dedup_until = now() + done.dest_dedup_us * interval '1 microsecond', last_error = NULL, skipped = done.skipped,
+			` + unspentSQL("done.skipped") + `
 		FROM done WHERE r.source = done.source AND r.event_id = done.event_id AND r.destination = done.destination
 		RETURNING 1),
 	att AS (INSERT INTO hookline_attempts (source, event_id, destination, n, status, duration_ms, error)
-		SELECT source, event_id, destination, n, status, duration_ms, '' FROM done),
+		SELECT source, event_id, destination, n, status, duration_ms, '' FROM done WHERE done.skipped IS NULL),
 	dead AS (
 		DELETE FROM hookline_dead x USING done
 		WHERE x.source = done.source AND x.event_id = done.event_id AND x.destination = done.destination AND x.reason = 'failed'),

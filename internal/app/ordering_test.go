@@ -302,6 +302,8 @@ sources:
 	send("skip", "k2", 300, "completed")
 	ev := send("skip", "k3", 200, "completed")
 	require.Equal(t, "stale", ev["skipped"], "older than k2, already forwarded")
+	require.EqualValues(t, 0, ev["attempts"], "nothing was sent: no attempt counted")
+	require.Empty(t, ev["attempts_log"], "nor logged")
 	send("skip", "k4", 300, "completed")
 	send("skip", "k5", -1, "completed")
 	ev = send("skip", "k6", 250, "completed")
