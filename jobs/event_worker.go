@@ -405,12 +405,15 @@ func (w *EventWorker) unknown(ctx context.Context, job *river.Job[EventArgs], sr
 		w.log.Warn("could not read which instances configure "+what+"; snoozing", "event_id", job.Args.EventID, "error", err.Error())
 		return river.JobSnooze(10 * time.Second)
 	}
-	if age < orphanGrace || k.runs || k.protects || (k.configures && age < unknownSourceGrace) {
+	// Kept for a grace by no live instance running it: no longer than its
+	// events' own bound allows.
+	capped := k.bound > 0 && age >= boundCap(k.bound)
+	if age < orphanGrace || k.runs || (!capped && (k.protects || (k.configures && age < unknownSourceGrace))) {
 		w.log.Warn(what+" not configured on this worker; snoozing", "event_id", job.Args.EventID)
 		return river.JobSnooze(10 * time.Second)
 	}
 	if k.configures {
-		return w.deadUnclaimed(ctx, job, fmt.Errorf("%s is not configured on this worker, and no worker that configures it took the job within %s; deploy it to the workers and retry the dead item", what, unknownSourceGrace))
+		return w.deadUnclaimed(ctx, job, fmt.Errorf("%s is not configured on this worker, and no worker that configures it took the job in time (%s, or the bound of its events' wait); deploy it to the workers and retry the dead item", what, unknownSourceGrace))
 	}
 	return w.deadUnclaimed(ctx, job, fmt.Errorf("%s is not configured on any running instance (removed from the configuration?); add it back and retry the dead item", what))
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+
+	"github.com/hookline/hookline/internal/defaults"
 )
 
 // Which events no instance will ever process. Every running instance keeps
@@ -29,7 +31,10 @@ import (
 //   - a record stopped cleanly keeps its queues for orphanGrace after its
 //     stop; one that stopped renewing without stopping (killed, or cut off
 //     from Postgres) keeps them for killedGrace after its last renewal,
-//     time for it to be restarted.
+//     time for it to be restarted;
+//   - those last two keep a job no longer than its events' bound
+//     (EventQueueBounds, which each record carries per configured queue;
+//     boundCap), so that an accepted event ends within it, whatever fails.
 //
 // Jobs no record keeps go to the dead set (reason failed) once queued for
 // orphanGrace: nothing waits without bound.
@@ -63,6 +68,42 @@ const orphanSweep = 10 * time.Second
 // clean-up.
 const instanceRetention = 24 * time.Hour
 
+// EventQueueBounds are, in EventQueues' order, the longest an accepted event
+// of each queue may wait before it completes or goes to the dead set:
+// max_attempts × (timeout + backoff.max) + lease + 60 s, with the defaults
+// of the fields left zero.
+func EventQueueBounds(sources []*Source) []time.Duration {
+	var out []time.Duration
+	for _, s := range sources {
+		lease := s.Lease
+		if lease <= 0 {
+			lease = defaults.Lease
+		}
+		for _, t := range s.Targets {
+			// An attempt lasts the destination's timeout; a Go handler's,
+			// the target's (the lease by default).
+			attempts, timeout, backoff := t.MaxAttempts, t.Timeout, t.BackoffMax
+			if t.HTTP != nil {
+				timeout = t.HTTP.Timeout
+				if timeout <= 0 {
+					timeout = defaults.DestTimeout
+				}
+			}
+			if attempts <= 0 {
+				attempts = defaults.MaxAttempts
+			}
+			if timeout <= 0 {
+				timeout = lease
+			}
+			if backoff <= 0 {
+				backoff = defaults.BackoffMax
+			}
+			out = append(out, time.Duration(attempts)*(timeout+backoff)+lease+time.Minute)
+		}
+	}
+	return out
+}
+
 // EventQueues are the event queues of sources' destinations.
 func EventQueues(sources []*Source) []string {
 	var qs []string
@@ -80,21 +121,35 @@ type Instance struct {
 	pool             *pgxpool.Pool
 	id               string
 	configures, runs []string
+	bounds           []int64 // µs, per configures; 0: unknown
 	log              *slog.Logger
 	stop             context.CancelFunc
 	done             sync.WaitGroup
 }
 
-// StartInstance records the instance id (River's client id), the event
-// queues it configures and those its workers run (none for an ingest
-// instance), and renews the record every instanceHeartbeat until Stop. The
-// first record is written before it returns: an instance accepts no event
-// before the other instances can see that it configures its queue.
-func StartInstance(ctx context.Context, pool *pgxpool.Pool, id string, configures, runs []string, log *slog.Logger) (*Instance, error) {
+// InstanceQueues are the event queues an instance configures and those its
+// workers run (none for an ingest instance), with the bound of each
+// configured queue (EventQueueBounds; missing or 0: unknown).
+type InstanceQueues struct {
+	Configures, Runs []string
+	Bounds           []time.Duration
+}
+
+// StartInstance records the instance id (River's client id) and its queues,
+// and renews the record every instanceHeartbeat until Stop. The first
+// record is written before it returns: an instance accepts no event before
+// the other instances can see that it configures its queue.
+func StartInstance(ctx context.Context, pool *pgxpool.Pool, id string, q InstanceQueues, log *slog.Logger) (*Instance, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	in := &Instance{pool: pool, id: id, configures: nonNil(configures), runs: nonNil(runs), log: log}
+	bounds := make([]int64, len(q.Configures))
+	for i := range bounds {
+		if i < len(q.Bounds) {
+			bounds[i] = q.Bounds[i].Microseconds()
+		}
+	}
+	in := &Instance{pool: pool, id: id, configures: nonNil(q.Configures), runs: nonNil(q.Runs), bounds: bounds, log: log}
 	if err := in.renew(ctx); err != nil {
 		return nil, fmt.Errorf("record this instance in hookline_instances: %w", err)
 	}
@@ -114,7 +169,7 @@ func nonNil(qs []string) []string {
 
 // renew writes the instance's record.
 func (in *Instance) renew(ctx context.Context) error {
-	_, err := in.pool.Exec(ctx, stmt.seeInstance, in.id, in.configures, in.runs)
+	_, err := in.pool.Exec(ctx, stmt.seeInstance, in.id, in.configures, in.runs, in.bounds)
 	return err
 }
 
@@ -174,11 +229,12 @@ func (w *OrphanWorker) Timeout(*river.Job[OrphanArgs]) time.Duration { return 3 
 
 // Work implements river.Worker.
 func (w *OrphanWorker) Work(ctx context.Context, _ *river.Job[OrphanArgs]) error {
-	unkept, configured, err := orphanQueues(ctx, w.Pool, w.Queues)
-	if err != nil || len(unkept) == 0 {
+	qs, err := orphanQueues(ctx, w.Pool, w.Queues)
+	if err != nil || len(qs.unkept)+len(qs.capped) == 0 {
 		return err
 	}
-	rows, err := w.Pool.Query(ctx, orphanJobsSQL, unkept, configured, orphanGrace.Microseconds(), unknownSourceGrace.Microseconds())
+	rows, err := w.Pool.Query(ctx, orphanJobsSQL, qs.unkept, qs.configured, orphanGrace.Microseconds(), unknownSourceGrace.Microseconds(),
+		qs.capped, qs.caps)
 	if err != nil {
 		return err
 	}
@@ -200,40 +256,69 @@ func (w *OrphanWorker) Work(ctx context.Context, _ *river.Job[OrphanArgs]) error
 // (unkept), and of those the ones a live instance configures without
 // running them (configured: their jobs get unknownSourceGrace); run are
 // the queues this instance runs.
-func orphanQueues(ctx context.Context, pool *pgxpool.Pool, run []string) (unkept, configured []string, err error) {
+func orphanQueues(ctx context.Context, pool *pgxpool.Pool, run []string) (orphanedQueues, error) {
+	var out orphanedQueues
 	rows, err := pool.Query(ctx, waitingQueuesSQL)
 	if err != nil {
-		return nil, nil, err
+		return out, err
 	}
 	waiting, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, nil, err
+		return out, err
 	}
 	waiting = slices.DeleteFunc(waiting, func(q string) bool { return slices.Contains(run, q) })
 	if len(waiting) == 0 {
-		return nil, nil, nil
+		return out, nil
 	}
 	records, err := readInstances(ctx, pool)
 	if err != nil {
-		return nil, nil, err
+		return out, err
 	}
-	unkept, configured = []string{}, []string{}
+	out = orphanedQueues{unkept: []string{}, configured: []string{}, capped: []string{}, caps: []int64{}}
 	for _, q := range waiting {
-		switch k := keeperOf(records, q); {
-		case k.runs || k.protects:
+		k := keeperOf(records, q)
+		switch {
+		case k.runs:
+			continue
+		case k.protects:
 		case k.configures:
-			unkept, configured = append(unkept, q), append(configured, q)
+			out.unkept, out.configured = append(out.unkept, q), append(out.configured, q)
 		default:
-			unkept = append(unkept, q)
+			out.unkept = append(out.unkept, q)
+			continue
+		}
+		// Kept for a grace, but by no live instance running it: no longer
+		// than its events' own bound allows.
+		if k.bound > 0 {
+			out.capped, out.caps = append(out.capped, q), append(out.caps, boundCap(k.bound).Microseconds())
 		}
 	}
-	return unkept, configured, nil
+	return out, nil
+}
+
+// orphanedQueues are what orphanQueues found: the queues no record keeps
+// (unkept; of those, configured by a live instance that runs none of them:
+// configured), and the queues kept only for a grace (a killed instance's, or
+// configured without a worker) whose events' bound is known (capped, with
+// each one's cap in µs).
+type orphanedQueues struct {
+	unkept, configured, capped []string
+	caps                       []int64
+}
+
+// boundCap is how long a job of a queue with the given bound may wait
+// while no live instance runs it: the bound, less two sweeps (so that the
+// sweep that dead-sets it comes within the bound), and no less than
+// orphanGrace.
+func boundCap(bound time.Duration) time.Duration {
+	return max(bound-2*orphanSweep, orphanGrace)
 }
 
 // instanceRecord is an instance's record as the sweep reads it: its queues,
 // whether it is live, and, if not, whether its queues are still its own.
 type instanceRecord struct {
 	configures, runs []string
+	bounds           []int64 // µs, per configures (shorter, or 0: unknown)
 	live, protects   bool
 }
 
@@ -245,19 +330,28 @@ func readInstances(ctx context.Context, pool *pgxpool.Pool) ([]instanceRecord, e
 	}
 	var out []instanceRecord
 	var r instanceRecord
-	_, err = pgx.ForEachRow(rows, []any{&r.configures, &r.runs, &r.live, &r.protects}, func() error { out = append(out, r); return nil })
+	_, err = pgx.ForEachRow(rows, []any{&r.configures, &r.runs, &r.bounds, &r.live, &r.protects}, func() error { out = append(out, r); return nil })
 	return out, err
 }
 
 // keeper is what the records say of one queue: a live record runs it, a
-// live record configures it, a record no longer live still keeps it.
-type keeper struct{ runs, configures, protects bool }
+// live record configures it, a record no longer live still keeps it; and
+// the shortest bound any record gives its events (0: none known).
+type keeper struct {
+	runs, configures, protects bool
+	bound                      time.Duration
+}
 
 // keeperOf is what records say of queue q.
 func keeperOf(records []instanceRecord, q string) keeper {
 	var k keeper
 	for _, r := range records {
 		mine := slices.Contains(r.configures, q) || slices.Contains(r.runs, q)
+		if i := slices.Index(r.configures, q); i >= 0 && i < len(r.bounds) && r.bounds[i] > 0 && (r.live || r.protects) {
+			if b := time.Duration(r.bounds[i]) * time.Microsecond; k.bound == 0 || b < k.bound {
+				k.bound = b
+			}
+		}
 		switch {
 		case !mine:
 		case r.live:
@@ -281,7 +375,7 @@ type orphan struct {
 func (o orphan) dead(ctx context.Context, pool *pgxpool.Pool) error {
 	msg := fmt.Sprintf("destination %q of source %q is not configured on any running instance (removed from the configuration?); add it back and retry the dead item", o.dest, o.source)
 	if o.configured {
-		msg = fmt.Sprintf("destination %q of source %q is configured on a running instance, but no worker configures it (not deployed to the workers for %s); deploy it to the workers and retry the dead item", o.dest, o.source, unknownSourceGrace)
+		msg = fmt.Sprintf("destination %q of source %q is configured on a running instance, but no worker configures it (not deployed to the workers within %s, or within the bound of its events' wait); deploy it to the workers and retry the dead item", o.dest, o.source, unknownSourceGrace)
 	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, stmt.deadUnclaimed, o.source, o.event, o.dest, msg); err != nil {

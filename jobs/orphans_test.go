@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
@@ -29,7 +30,8 @@ func TestOrphanedEventsGoDead(t *testing.T) {
 	require.NoError(t, err)
 	prov, err := stripe.New(providers.Config{Secrets: []string{secret}})
 	require.NoError(t, err)
-	names := []string{"gone", "fresh", "elsewhere", "unrun", "unrun_old", "killed", "killed_long_ago", "stopped", "just_stopped", "mine"}
+	names := []string{"gone", "fresh", "elsewhere", "unrun", "unrun_old", "killed", "killed_long_ago", "stopped", "just_stopped", "mine",
+		"killed_bounded", "unrun_bounded"}
 	var sources []*ingest.Source
 	for _, n := range names {
 		sources = append(sources, &ingest.Source{Name: n, Provider: prov})
@@ -56,19 +58,27 @@ func TestOrphanedEventsGoDead(t *testing.T) {
 	// last renewed two and eleven minutes ago (killed instances) ran
 	// "killed" and "killed_long_ago"; instances that stopped a minute ago
 	// and just now ran "stopped" and "just_stopped".
-	other, err := jobs.StartInstance(ctx, pool, "other", []string{queue("elsewhere")}, []string{queue("elsewhere")}, quiet())
+	other, err := jobs.StartInstance(ctx, pool, "other", jobs.InstanceQueues{Configures: []string{queue("elsewhere")}, Runs: []string{queue("elsewhere")}}, quiet())
 	require.NoError(t, err)
 	defer other.Stop(ctx)
-	ingestOnly, err := jobs.StartInstance(ctx, pool, "ingest-only", []string{queue("unrun"), queue("unrun_old")}, nil, quiet())
+	// Its record gives unrun_bounded's events a bound of 45 s (a source with
+	// small settings), which the minute they waited has passed.
+	ingestOnly, err := jobs.StartInstance(ctx, pool, "ingest-only", jobs.InstanceQueues{
+		Configures: []string{queue("unrun"), queue("unrun_old"), queue("unrun_bounded")},
+		Bounds:     []time.Duration{0, 0, 45 * time.Second}}, quiet())
 	require.NoError(t, err)
 	defer ingestOnly.Stop(ctx)
-	for id, ago := range map[string]string{"killed": "2 minutes", "killed_long_ago": "11 minutes"} {
+	for id, ago := range map[string]string{"killed": "2 minutes", "killed_long_ago": "11 minutes", "killed_bounded": "2 minutes"} {
 		_, err = pool.Exec(ctx, `INSERT INTO hookline_instances (id, configures, runs, seen_at) VALUES ($1, $2, $2, now() - $3::interval)`,
 			id, []string{queue(id)}, ago)
 		require.NoError(t, err)
 	}
+	// killed_bounded's record gives its events a bound of 30 s: a killed
+	// instance keeps its queue no longer than that.
+	_, err = pool.Exec(ctx, `UPDATE hookline_instances SET bounds = '{30000000}' WHERE id = 'killed_bounded'`)
+	require.NoError(t, err)
 	for _, id := range []string{"stopped", "just_stopped"} {
-		in, err := jobs.StartInstance(ctx, pool, id, []string{queue(id)}, []string{queue(id)}, quiet())
+		in, err := jobs.StartInstance(ctx, pool, id, jobs.InstanceQueues{Configures: []string{queue(id)}, Runs: []string{queue(id)}}, quiet())
 		require.NoError(t, err)
 		in.Stop(ctx)
 	}
@@ -79,7 +89,8 @@ func TestOrphanedEventsGoDead(t *testing.T) {
 	require.NoError(t, w.Work(ctx, &river.Job[jobs.OrphanArgs]{}))
 
 	want := map[string]string{"gone": "dead", "fresh": "queued", "elsewhere": "queued", "unrun": "queued", "unrun_old": "dead",
-		"killed": "queued", "killed_long_ago": "dead", "stopped": "dead", "just_stopped": "queued", "mine": "queued"}
+		"killed": "queued", "killed_long_ago": "dead", "stopped": "dead", "just_stopped": "queued", "mine": "queued",
+		"killed_bounded": "dead", "unrun_bounded": "dead"}
 	for _, n := range names {
 		var state, lastErr string
 		var deadItems, waitingJobs int
@@ -92,7 +103,7 @@ func TestOrphanedEventsGoDead(t *testing.T) {
 			require.Equal(t, 1, deadItems, "source %s: one dead item", n)
 			require.Zero(t, waitingJobs, "source %s: its job is finished", n)
 			wantErr := "not configured on any running instance"
-			if n == "unrun_old" {
+			if n == "unrun_old" || n == "unrun_bounded" {
 				wantErr = "no worker configures it"
 			}
 			require.Contains(t, lastErr, wantErr, "source %s", n)
@@ -106,5 +117,5 @@ func TestOrphanedEventsGoDead(t *testing.T) {
 	require.NoError(t, w.Work(ctx, &river.Job[jobs.OrphanArgs]{}))
 	var dead int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM hookline_dead`).Scan(&dead))
-	require.Equal(t, 4, dead)
+	require.Equal(t, 6, dead)
 }

@@ -417,12 +417,18 @@ var waitingQueuesSQL = func() string {
 // ordering line too) of the queues $1 queued more than $3 µs ago, or, for
 // the queues also in $2, more than $4 µs ago; and whether the job's queue
 // is in $2. The queues are those no instance keeps (orphans.go), $2 those
-// a live instance configures without running them.
+// a live instance configures without running them. Jobs of the queues $5
+// (kept, but by no live instance running them) are listed once queued
+// longer than their queue's cap in $6 (µs): their events' own bound.
 var orphanJobsSQL = `SELECT id, args->>'source', args->>'event_id', COALESCE(args->>'destination', '` + DefaultDestination + `'),
 		COALESCE(queue = ANY($2::text[]), false)
 	FROM river_job
-	WHERE state IN ('` + strings.Join(orphanStates, "', '") + `') AND queue = ANY($1::text[]) AND kind = '` + EventArgs{}.Kind() + `'
-		AND created_at < now() - CASE WHEN queue = ANY($2::text[]) THEN $4::bigint ELSE $3::bigint END * interval '1 microsecond'
+	WHERE state IN ('` + strings.Join(orphanStates, "', '") + `') AND kind = '` + EventArgs{}.Kind() + `'
+		AND queue = ANY($1::text[] || $5::text[]) AND (
+		(queue = ANY($1::text[])
+			AND created_at < now() - CASE WHEN queue = ANY($2::text[]) THEN $4::bigint ELSE $3::bigint END * interval '1 microsecond')
+		OR EXISTS (SELECT 1 FROM unnest($5::text[], $6::bigint[]) AS c(queue, cap_us)
+			WHERE c.queue = river_job.queue AND river_job.created_at < now() - c.cap_us * interval '1 microsecond'))
 	ORDER BY id LIMIT 1000`
 
 // finishWaitingJobSQL completes a job that is waiting (not running): its

@@ -285,7 +285,8 @@ var stmt = struct {
 	pruneDeliveries, pruneContentKeys, pruneAttempts, pruneLines, pruneInstances string
 
 	// Instances (orphans.go): an instance's record written ($1 id, $2 the
-	// queues it configures, $3 those its workers run) and marked stopped
+	// queues it configures, $3 those its workers run, $4 the configured
+	// queues' bounds in µs) and marked stopped
 	// ($1); every record, with whether it is live (renewed within $1 µs,
 	// not stopped) and, if not, whether its queues are still its own
 	// (stopped less than $2 µs ago, or killed: last renewed less than $3
@@ -348,10 +349,11 @@ var stmt = struct {
 		  AND k.done_seq = k.last_seq AND k.updated_at < now() - $1::bigint * interval '1 microsecond'`,
 	// The records of instances not renewed, or stopped, $1 µs ago.
 	pruneInstances: `DELETE FROM hookline_instances WHERE greatest(seen_at, stopped_at) < now() - $1::bigint * interval '1 microsecond'`,
-	seeInstance: `INSERT INTO hookline_instances (id, configures, runs, seen_at) VALUES ($1, $2, $3, now())
-		ON CONFLICT (id) DO UPDATE SET configures = excluded.configures, runs = excluded.runs, seen_at = excluded.seen_at, stopped_at = NULL`,
+	seeInstance: `INSERT INTO hookline_instances (id, configures, runs, bounds, seen_at) VALUES ($1, $2, $3, $4, now())
+		ON CONFLICT (id) DO UPDATE SET configures = excluded.configures, runs = excluded.runs, bounds = excluded.bounds,
+			seen_at = excluded.seen_at, stopped_at = NULL`,
 	leaveInstance: `UPDATE hookline_instances SET stopped_at = now() WHERE id = $1`,
-	instances: `SELECT configures, runs,
+	instances: `SELECT configures, runs, bounds,
 			stopped_at IS NULL AND seen_at > now() - $1::bigint * interval '1 microsecond' AS live,
 			CASE WHEN stopped_at IS NOT NULL THEN stopped_at > now() - $2::bigint * interval '1 microsecond'
 				ELSE seen_at > now() - $3::bigint * interval '1 microsecond' END AS protects

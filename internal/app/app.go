@@ -82,17 +82,18 @@ type App struct {
 	Registry *prometheus.Registry
 	Log      *slog.Logger
 
-	opts       Options
-	queues     []string          // the event queues of the configured destinations
-	instance   *jobs.Instance    // this instance's record, while it runs
-	reconciler *reconcile.Runner // nil: no source reconciles
-	admin      *echo.Echo        // separate admin router when admin_listen is set
-	stopUI     context.CancelFunc
-	migratedAt atomic.Int64 // when the schema was last found current (unix ns); 0: not yet
-	tracing    *tracing.Provider
-	servers    []*http.Server
-	addrs      []net.Addr
-	mu         sync.Mutex
+	opts        Options
+	queues      []string          // the event queues of the configured destinations
+	queueBounds []time.Duration   // per queue, how long its events may wait (jobs.EventQueueBounds)
+	instance    *jobs.Instance    // this instance's record, while it runs
+	reconciler  *reconcile.Runner // nil: no source reconciles
+	admin       *echo.Echo        // separate admin router when admin_listen is set
+	stopUI      context.CancelFunc
+	migratedAt  atomic.Int64 // when the schema was last found current (unix ns); 0: not yet
+	tracing     *tracing.Provider
+	servers     []*http.Server
+	addrs       []net.Addr
+	mu          sync.Mutex
 }
 
 // NewPool opens the Postgres pool described by cfg. A database_url without
@@ -214,7 +215,7 @@ func (a *App) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.queues = jobs.EventQueues(jobSources)
+	a.queues, a.queueBounds = jobs.EventQueues(jobSources), jobs.EventQueueBounds(jobSources)
 	cfg, opts := a.Config, a.opts
 	metricsOnAdmin := cfg.MetricsOnAdmin && cfg.AdminListen != ""
 	a.tracing, err = tracing.New(tracing.Config{Endpoint: cfg.Tracing.OTLPEndpoint, SampleRatio: *cfg.Tracing.SampleRatio, ServiceName: cfg.Tracing.ServiceName})
@@ -474,7 +475,7 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 	if a.opts.Role != RoleIngest {
 		runs = a.queues
 	}
-	instance, err := jobs.StartInstance(ctx, a.Pool, a.River.ID(), a.queues, runs, a.Log)
+	instance, err := jobs.StartInstance(ctx, a.Pool, a.River.ID(), jobs.InstanceQueues{Configures: a.queues, Runs: runs, Bounds: a.queueBounds}, a.Log)
 	if err != nil {
 		closeAll()
 		if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UndefinedTable {

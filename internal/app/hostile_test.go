@@ -244,6 +244,46 @@ func TestUnclaimableEventsGoDead(t *testing.T) {
 	}
 }
 
+// A source removed from the configuration while the last instance that
+// had it was killed (its record neither renewed nor stopped): the killed
+// instance's record keeps the source's queue for a restart, but no longer
+// than its events' own bound, max_attempts × (timeout + backoff.max) +
+// lease + 60 s, which that record carries (67 s here).
+func TestKilledInstancesQueueKeptNoLongerThanItsBound(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	extra := "admin_token: " + hostileToken
+	withSmall := serveConfig("127.0.0.1:0", dbURL, "http://127.0.0.1:9/unreachable", extra, "") + fmt.Sprintf(`  - name: small
+    provider: stripe
+    secrets: [%q]
+    lease: 3s
+    destination: {url: "http://127.0.0.1:9/unreachable", timeout: 1s, max_attempts: 2, backoff: {min: 1s, max: 1s}}
+`, stripeSecret)
+	in := startApp(t, withSmall, app.Options{Role: app.RoleIngest})
+	require.Equal(t, http.StatusOK, postEvent(testClient, in.url(0), "small", "evt_small", stripeSecret).Status)
+	in.stop(t)
+
+	pool := connect(t, dbURL)
+	ctx := context.Background()
+	var bound int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT bounds[array_position(configures, $1)] FROM hookline_instances`,
+		jobs.QueueFor("small", jobs.DefaultDestination)).Scan(&bound))
+	require.Equal(t, (2*(time.Second+time.Second) + 3*time.Second + time.Minute).Microseconds(), bound, "the record carries the queue's bound")
+	// As if killed a minute ago, its event accepted two minutes ago.
+	_, err := pool.Exec(ctx, `UPDATE hookline_instances SET stopped_at = NULL, seen_at = now() - interval '1 minute'`)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `UPDATE river_job SET created_at = now() - interval '2 minutes' WHERE args->>'event_id' = 'evt_small'`)
+	require.NoError(t, err)
+
+	startApp(t, serveConfig("127.0.0.1:0", dbURL, "http://127.0.0.1:9/unreachable", extra, ""), app.Options{})
+	var state, lastErr string
+	require.Eventually(t, func() bool {
+		return pool.QueryRow(ctx, `SELECT state, COALESCE(last_error, '') FROM hookline_event_destinations WHERE event_id = 'evt_small'`).
+			Scan(&state, &lastErr) == nil && state == "dead"
+	}, 60*time.Second, 100*time.Millisecond, "the killed instance's queue is not kept past the bound (state %s)", state)
+	require.Contains(t, lastErr, "not configured on any running instance")
+}
+
 // A destination answering 500 with a body Postgres cannot store as text
 // (invalid UTF-8, NUL, a character cut at the excerpt's end) does not stall
 // the event: each retry follows the backoff (100 ms - 1 s), not the lease

@@ -1,0 +1,1 @@
+ALTER TABLE hookline_instances DROP COLUMN bounds;
