@@ -18,7 +18,7 @@ import (
 // destination: forwarded one at a time, in the order they were accepted.
 type Ordering struct {
 	// Key resolves the ordering key. An event whose key resolves to nothing
-	// (absent, null, empty or only whitespace) is unordered.
+	// (absent, null, or blank: providers.Blank) is unordered.
 	Key providers.KeyResolver
 	// By resolves the provider's time or sequence (a number, or an RFC 3339
 	// time); nil: events are never stale. An unreadable value is no value.

@@ -797,8 +797,9 @@ func resolveOne(src *Source, pr *providers.Request) (providers.Event, error) {
 const MaxEventIDBytes = 1024
 
 // checkEvent refuses, as a 400 naming the resolver, an event id that is
-// empty or only whitespace (Unicode spaces included: such a key names
-// nothing a worker could claim), a type that is only whitespace (or empty,
+// blank (providers.Blank: empty, or only white space and invisible format
+// characters; such a key names nothing a worker could claim), a type that
+// is blank but not empty (or empty too,
 // when typeRequired: the source configures an event_type resolver, or its
 // provider's scheme gives every event a type), an id or type Postgres
 // could not store (a NUL byte or invalid UTF-8, an id past
