@@ -69,8 +69,7 @@ func orderEvent(o *Ordering, pr *providers.Request, ev *DeliveryEvent) error {
 	if providers.Blank(key) {
 		return nil // unordered
 	}
-	key = lineKey(key)
-	ev.OrderKey = key
+	ev.OrderKey = lineKey(key)
 	if o.By != nil {
 		if v, err := o.By(pr); err == nil {
 			ev.OrderBy, ev.OrderByKind = ParseOrderBy(v)

@@ -40,12 +40,13 @@ import "github.com/hookline/hookline/jobs"
 //     re-queueable between oc's look and rq's locked update, by an
 //     operator's retry at that moment, its place stays empty: an advance
 //     steps over places no row holds, and a line that stands still behind
-//     one is advanced by the clean-up within a minute or two.) wq: an existing event's destinations still waiting
-//     (locked, so that one a worker completes meanwhile is seen completed);
-//     their job insert is River's to decide, which restores a job that was
-//     lost (pending again if its line has not reached it). Matching is
-//     decided once: an existing event keeps the destinations it was routed
-//     to. q: all three, each with whether its job waits.
+//     one is advanced by the clean-up within a minute or two.)
+//     wq: an existing event's destinations still waiting (locked, so that
+//     one a worker completes meanwhile is seen completed); their job insert
+//     is River's to decide, which restores a job that was lost (pending
+//     again if its line has not reached it). Matching is decided once: an
+//     existing event keeps the destinations it was routed to. q: all three,
+//     each with whether its job waits.
 //
 // Lock order: workers lock an ordering key's row before the destination
 // rows and jobs of its line (jobs/ordering.go), so here too the key rows
