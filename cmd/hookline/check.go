@@ -107,7 +107,6 @@ var probes = map[string]struct {
 	"braintree":        {secrets: []string{"public_key:private_key"}},
 	"googleplay":       {settings: map[string]any{"audience": "https://hooks.example.com/webhooks/googleplay", "service_account": "rtdn-push@example-project.iam.gserviceaccount.com"}},
 	"hmac":             {secrets: []string{"s"}, settings: map[string]any{"header": "X-Signature"}},
-	"mollie":           {settings: map[string]any{"allow_unsigned": true}},
 	"paypal":           {settings: map[string]any{"webhook_id": "WH-1"}},
 	"plaid":            {secrets: []string{"s"}, settings: map[string]any{"client_id": "c"}},
 	"sendgrid":         {secrets: []string{"MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g=="}}, // a verification key (SendGrid's SDK test key)

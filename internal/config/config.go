@@ -918,6 +918,16 @@ func (s *Source) buildProvider(p string, factory providers.Factory) error {
 		// Adapters name their own fields ("secrets: ...", "paypal.webhook_id: ..."); prefix the source.
 		return wrap(fmt.Errorf("%s.%s", p, err.Error()))
 	}
+	if _, batch := prov.(providers.Splitter); batch {
+		// A batch adapter resolves each item's id and type itself; a
+		// resolver here would be silently ignored.
+		if s.EventID != "" {
+			return field(p+".event_id", "provider %s splits each delivery into items and resolves each item's id itself; event_id does not apply (remove it)", s.Provider)
+		}
+		if s.EventType != "" {
+			return field(p+".event_type", "provider %s splits each delivery into items and resolves each item's type itself; event_type does not apply (remove it)", s.Provider)
+		}
+	}
 	s.provider = prov
 	return nil
 }

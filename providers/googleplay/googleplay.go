@@ -163,6 +163,9 @@ type Verifier struct {
 
 // New returns a Google Play adapter for cfg.
 func New(cfg providers.Config) (*Verifier, error) {
+	if len(cfg.Secrets) > 0 {
+		return nil, fmt.Errorf("secrets: googleplay takes none (Google signs each push with its own key; set googleplay.audience and googleplay.service_account)")
+	}
 	var s Settings
 	if err := cfg.Decode(&s); err != nil {
 		return nil, fmt.Errorf("googleplay: %w", err)

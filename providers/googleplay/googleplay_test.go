@@ -474,8 +474,8 @@ func TestSettings(t *testing.T) {
 		_, err := googleplay.New(providers.Config{Settings: providertest.DecodeSettings(ok)})
 		require.NoError(t, err, "%v", ok)
 	}
-	// secrets are not used (Google holds the keys): like PayPal's, they are
-	// ignored rather than required.
+	// secrets are not used (Google holds the keys): given, they are an error
+	// naming the field rather than silently ignored.
 	_, err := googleplay.New(providers.Config{Secrets: []string{"unused"}, Settings: providertest.DecodeSettings(base)})
-	require.NoError(t, err)
+	require.ErrorContains(t, err, "secrets: googleplay takes none")
 }

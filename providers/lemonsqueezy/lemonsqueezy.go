@@ -83,6 +83,15 @@ func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
 	if providers.Blank(name) {
 		return providers.Event{}, fmt.Errorf("%w: body has no \"meta.event_name\" (or a blank one) and no %s header", providers.ErrNoEventID, EventNameHeader)
 	}
+	// Every part of the composite id is required: without data.type or
+	// updated_at, two different updates of one object would share an id and
+	// the second would be dropped as a duplicate.
+	if providers.Blank(typ) {
+		return providers.Event{}, fmt.Errorf("%w: body has no \"data.type\" (or a blank one)", providers.ErrNoEventID)
+	}
+	if providers.Blank(updated) {
+		return providers.Event{}, fmt.Errorf("%w: body has no \"data.attributes.updated_at\" (or a blank one)", providers.ErrNoEventID)
+	}
 	ev := providers.Event{ID: strings.Join([]string{name, typ, id, updated}, ":"), Type: name}
 	if t, err := time.Parse(time.RFC3339, updated); err == nil {
 		ev.Time = t.UTC()

@@ -61,9 +61,9 @@ func TestCompositeID(t *testing.T) {
 	require.NotEqual(t, ev.ID, ev2.ID)
 
 	// A numeric data.id is used as its JSON text.
-	ev, err = p.Resolve(providertest.Request(`{"meta":{"event_name":"order_created"},"data":{"type":"orders","id":7,"attributes":{}}}`))
+	ev, err = p.Resolve(providertest.Request(`{"meta":{"event_name":"order_created"},"data":{"type":"orders","id":7,"attributes":{"updated_at":"not a time"}}}`))
 	require.NoError(t, err)
-	require.Equal(t, "order_created:orders:7:", ev.ID)
+	require.Equal(t, "order_created:orders:7:not a time", ev.ID)
 	require.True(t, ev.Time.IsZero())
 
 	// The type falls back to X-Event-Name.
@@ -79,6 +79,12 @@ func TestCompositeID(t *testing.T) {
 		// No event name in the body or the header: the id would have no type.
 		`{"data":{"type":"orders","id":"7"}}`,
 		`{"meta":{"event_name":" "},"data":{"type":"orders","id":"7"}}`,
+		// Every part is required: without data.type or updated_at, two
+		// updates of one object would share an id.
+		`{"meta":{"event_name":"subscription_updated"},"data":{"id":"7","attributes":{"updated_at":"2021-08-17T09:45:53.000000Z"}}}`,
+		`{"meta":{"event_name":"subscription_updated"},"data":{"type":" ","id":"7","attributes":{"updated_at":"2021-08-17T09:45:53.000000Z"}}}`,
+		`{"meta":{"event_name":"subscription_updated"},"data":{"type":"subscriptions","id":"7","attributes":{"status":"active"}}}`,
+		`{"meta":{"event_name":"subscription_updated"},"data":{"type":"subscriptions","id":"7","attributes":{"updated_at":"\u200b"}}}`,
 	} {
 		_, err = p.Resolve(providertest.Request(body))
 		require.ErrorIs(t, err, providers.ErrNoEventID, body)

@@ -125,6 +125,9 @@ type Verifier struct {
 
 // New returns a PayPal adapter for cfg.
 func New(cfg providers.Config) (*Verifier, error) {
+	if len(cfg.Secrets) > 0 {
+		return nil, fmt.Errorf("secrets: paypal takes none (PayPal signs with its own certificate; set paypal.webhook_id)")
+	}
 	var s Settings
 	if err := cfg.Decode(&s); err != nil {
 		return nil, fmt.Errorf("paypal: %w", err)

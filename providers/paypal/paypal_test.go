@@ -443,9 +443,12 @@ func TestSettings(t *testing.T) {
 		_, err := paypal.New(providers.Config{Settings: providertest.DecodeSettings(c.settings)})
 		require.ErrorContains(t, err, c.field, "%v", c.settings)
 	}
-	// No secrets needed.
+	// No secrets needed, and none taken: given, they are an error naming
+	// the field rather than silently ignored.
 	_, err := paypal.New(providers.Config{Settings: providertest.DecodeSettings(map[string]any{"webhook_id": "WH1"})})
 	require.NoError(t, err)
+	_, err = paypal.New(providers.Config{Secrets: []string{"whsec"}, Settings: providertest.DecodeSettings(map[string]any{"webhook_id": "WH1"})})
+	require.ErrorContains(t, err, "secrets: paypal takes none")
 }
 
 func FuzzCertURLAllowed(f *testing.F) {
