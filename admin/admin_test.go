@@ -447,6 +447,11 @@ func testListBadParameters(t *testing.T, b *adminBundle) {
 		"since=yesterday":             "since",
 		"until=2026-13-01T00:00:00Z":  "until",
 		"since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z": "since",
+		// A misspelt or repeated filter is named, never an unfiltered page.
+		"destinaton=billing": "destinaton: unknown query parameter",
+		"sorce=stripe":       "sorce: unknown query parameter",
+		"limit=500&limit=1":  "limit: given more than once",
+		"source=a&source=b":  "source: given more than once",
 	} {
 		status, out := b.call(t, http.MethodGet, "/admin/dead?"+q, nil)
 		require.Equal(t, http.StatusBadRequest, status, q)
@@ -509,6 +514,10 @@ func TestAdminAnswersAreNotCached(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, r.status, resp.StatusCode, r.path)
 		require.Equal(t, "no-store", resp.Header.Get("Cache-Control"), "%s (%s)", r.path, r.auth)
+		if r.status == http.StatusUnauthorized {
+			// RFC 9110: a 401 names the scheme it wants.
+			require.Equal(t, `Bearer realm="hookline admin"`, resp.Header.Get("WWW-Authenticate"), r.path)
+		}
 	}
 }
 

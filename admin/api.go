@@ -65,6 +65,9 @@ func (a *api) fail(c echo.Context, err error) error {
 // list answers GET /admin/dead: a page of dead items, newest first.
 func (a *api) list(c echo.Context) error {
 	q := c.QueryParams()
+	if err := queryOf(q, "source", "destination", "reason", "event_type", "since", "until", "limit", "cursor"); err != nil {
+		return a.fail(c, err)
+	}
 	f, err := filterOf(q.Get("source"), q.Get("destination"), q.Get("reason"), q.Get("event_type"), q.Get("since"), q.Get("until"))
 	if err != nil {
 		return a.fail(c, err)
@@ -311,6 +314,9 @@ func (a *api) event(c echo.Context) error {
 // searchEvents answers GET /admin/events: a page of events, newest first.
 func (a *api) searchEvents(c echo.Context) error {
 	q := c.QueryParams()
+	if err := queryOf(q, "source", "state", "type", "id_prefix", "since", "until", "limit", "cursor"); err != nil {
+		return a.fail(c, err)
+	}
 	f, err := eventFilterOf(q.Get("source"), q.Get("state"), q.Get("type"), q.Get("id_prefix"), q.Get("since"), q.Get("until"))
 	if err != nil {
 		return a.fail(c, err)

@@ -40,6 +40,8 @@ func bearerAuth(token string) echo.MiddlewareFunc {
 			}
 			if ui {
 				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Basic realm="hookline admin", charset="UTF-8"`)
+			} else {
+				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="hookline admin"`)
 			}
 			return httpjson.Error(c, http.StatusUnauthorized, "unauthorized")
 		}

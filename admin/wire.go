@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -205,13 +207,15 @@ type eventDestination struct {
 
 // attemptAnswer is one attempt in an event's attempts log. Status is the
 // destination's HTTP status, 0 when it did not answer (and for Go handlers).
+// Error is null for an attempt that succeeded, like the other unset errors
+// of the API.
 type attemptAnswer struct {
 	N           int       `json:"n"`
 	Destination string    `json:"destination"`
 	At          time.Time `json:"at"`
 	Status      int       `json:"status"`
 	DurationMS  int       `json:"duration_ms"`
-	Error       string    `json:"error"`
+	Error       *string   `json:"error"`
 }
 
 // destinationList answers GET /admin/destinations.
@@ -266,7 +270,10 @@ func eventOf(ev *jobs.EventStatus, p *jobs.StoredPayload) eventAnswer {
 	}
 	out.AttemptsLog = make([]attemptAnswer, len(ev.AttemptsLog))
 	for i, a := range ev.AttemptsLog {
-		out.AttemptsLog[i] = attemptAnswer{N: a.N, Destination: a.Destination, At: a.At.UTC(), Status: a.Status, DurationMS: a.DurationMS, Error: a.Error}
+		out.AttemptsLog[i] = attemptAnswer{N: a.N, Destination: a.Destination, At: a.At.UTC(), Status: a.Status, DurationMS: a.DurationMS}
+		if a.Error != "" {
+			out.AttemptsLog[i].Error = &a.Error
+		}
 	}
 	out.Headers = json.RawMessage("null")
 	if p != nil {
@@ -338,6 +345,26 @@ func invalidParam(err error) error {
 	}
 	name, msg, _ := strings.Cut(err.Error(), ": ")
 	return paramError{name, msg}
+}
+
+// queryOf checks a list route's query string: each parameter one of
+// known and given at most once. A misspelt filter is a 400 naming it, never
+// an unfiltered page that looks filtered.
+func queryOf(q url.Values, known ...string) error {
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !slices.Contains(known, name) {
+			return paramError{name, "unknown query parameter (known: " + strings.Join(known, ", ") + ")"}
+		}
+		if len(q[name]) > 1 {
+			return paramError{name, "given more than once"}
+		}
+	}
+	return nil
 }
 
 // limitOf is the page size of ?limit=: DefaultAdminLimit when empty, at
