@@ -450,11 +450,24 @@ hookline_dead_items{reason="failed",source="t"} 1
 hookline_dead_items{reason="failed",source="u"} 0
 `), "hookline_dead_items"))
 
-	// Database unreachable: nothing is emitted (no false zeros).
+	require.NoError(t, testutil.CollectAndCompare(configured, strings.NewReader(`
+# HELP hookline_database_up 1 when this scrape's database queries (dead items, queue, destinations) answered; 0 when one failed and its series are absent.
+# TYPE hookline_database_up gauge
+hookline_database_up 1
+`), "hookline_database_up"))
+
+	// Database unreachable: none of the database's series is emitted (no
+	// false zeros), and hookline_database_up says so.
 	pool, err := pgxpool.New(ctx, "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
 	require.NoError(t, err)
 	pool.Close()
-	require.Zero(t, testutil.CollectAndCount(metrics.NewDatabaseCollector(jobs.Stats{Pool: pool}, quiet(), 0)))
+	down := metrics.NewDatabaseCollector(jobs.Stats{Pool: pool}, quiet(), 0)
+	require.Equal(t, 1, testutil.CollectAndCount(down))
+	require.NoError(t, testutil.CollectAndCompare(down, strings.NewReader(`
+# HELP hookline_database_up 1 when this scrape's database queries (dead items, queue, destinations) answered; 0 when one failed and its series are absent.
+# TYPE hookline_database_up gauge
+hookline_database_up 0
+`), "hookline_database_up"))
 }
 
 func TestQueueCollector(t *testing.T) {

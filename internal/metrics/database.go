@@ -55,7 +55,9 @@ const scrapeTimeout = 3 * time.Second
 //     for it, attempts running.
 //
 // A query that fails leaves its series out of the scrape (an absent series,
-// not a wrong zero) and is logged.
+// not a wrong zero) and is logged; hookline_database_up, always present, is
+// 0 in that scrape (1 when every query answered), so that an alert on the
+// absent series has a series to fire on instead.
 func NewDatabaseCollector(db DatabaseStats, logger *slog.Logger, ttl time.Duration) prometheus.Collector {
 	if logger == nil {
 		logger = slog.Default()
@@ -68,6 +70,7 @@ func NewDatabaseCollector(db DatabaseStats, logger *slog.Logger, ttl time.Durati
 			[]string{"source", "destination", "state"}, nil),
 		queued:   prometheus.NewDesc("hookline_destination_queued", "Events waiting for a destination.", []string{"source", "destination"}, nil),
 		inFlight: prometheus.NewDesc("hookline_destination_in_flight", "Attempts running at a destination.", []string{"source", "destination"}, nil),
+		up:       prometheus.NewDesc("hookline_database_up", "1 when this scrape's database queries (dead items, queue, destinations) answered; 0 when one failed and its series are absent.", nil, nil),
 	})
 }
 
@@ -76,6 +79,7 @@ type databaseCollector struct {
 	log                     *slog.Logger
 	dead, jobs, lag         *prometheus.Desc
 	state, queued, inFlight *prometheus.Desc
+	up                      *prometheus.Desc
 
 	mu   sync.Mutex
 	seen map[[2]string]bool
@@ -88,12 +92,16 @@ func (c *databaseCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.state
 	ch <- c.queued
 	ch <- c.inFlight
+	ch <- c.up
 }
 
 func (c *databaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
+	up := 1.0
+	defer func() { ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up) }()
 	if counts, err := c.db.DeadItems(ctx); err != nil {
+		up = 0
 		c.log.Warn("hookline_dead_items: query failed; series omitted from this scrape", "error", err.Error())
 	} else {
 		c.mu.Lock()
@@ -105,9 +113,12 @@ func (c *databaseCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		c.mu.Unlock()
 	}
-	c.collectDestinations(ctx, ch)
+	if !c.collectDestinations(ctx, ch) {
+		up = 0
+	}
 	byState, lag, err := c.db.Queue(ctx)
 	if err != nil {
+		up = 0
 		c.log.Warn("hookline_queue_jobs: query failed; series omitted from this scrape", "error", err.Error())
 		return
 	}
@@ -122,11 +133,13 @@ func (c *databaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, lag)
 }
 
-func (c *databaseCollector) collectDestinations(ctx context.Context, ch chan<- prometheus.Metric) {
+// collectDestinations sends the destination series; false when their
+// query failed.
+func (c *databaseCollector) collectDestinations(ctx context.Context, ch chan<- prometheus.Metric) bool {
 	dests, err := c.db.DestinationStates(ctx)
 	if err != nil {
 		c.log.Warn("hookline_destination_state: query failed; series omitted from this scrape", "error", err.Error())
-		return
+		return false
 	}
 	for _, d := range dests {
 		for _, s := range DestinationStates {
@@ -139,4 +152,5 @@ func (c *databaseCollector) collectDestinations(ctx context.Context, ch chan<- p
 		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(d.Queued), d.Source, d.Destination)
 		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(d.InFlight), d.Source, d.Destination)
 	}
+	return true
 }
