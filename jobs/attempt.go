@@ -379,20 +379,27 @@ func stopped(ctx context.Context) bool {
 }
 
 // interrupted records an attempt this worker cut short by stopping, or
-// that never reached the destination for want of a slot (attemptSlots): the
-// claim released, the error logged in the attempts log, and the attempt
+// that never reached the destination (no forward slot, paused meanwhile):
+// the claim released, the error logged in the attempts log, and the attempt
 // given back to the budget, so a deploy never spends an event's attempts,
-// opens its destination's circuit or puts it in the dead set. River
-// retries the job (or its rescuer does, should the process exit first).
-func (w *EventWorker) interrupted(ctx context.Context, r *run, why string, workErr error) error {
+// opens its destination's circuit or puts it in the dead set. An attempt
+// that never reached the destination (reached false) is given back to the
+// destination's attempts count too: the next one carries the same number.
+// River retries the job (or its rescuer does, should the process exit
+// first).
+func (w *EventWorker) interrupted(ctx context.Context, r *run, why string, reached bool, workErr error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), interruptedTimeout)
 	defer cancel()
-	msg := CleanText("interrupted: "+why+" (the attempt does not count): "+workErr.Error(), maxErrorBytes)
+	note := " (the attempt may have reached the destination; not charged to the budget)"
+	if !reached {
+		note = " (the attempt never reached the destination and does not count)"
+	}
+	msg := CleanText("interrupted: "+why+note+": "+workErr.Error(), maxErrorBytes)
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		if err := r.claim.Release(ctx, tx); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, stmt.markInterrupted, r.src.Name, r.ev.ID, r.t.Name, msg, r.ev.Attempt, 0, time.Since(r.start).Milliseconds(), msg)
+		_, err := tx.Exec(ctx, stmt.markInterrupted, r.src.Name, r.ev.ID, r.t.Name, msg, r.ev.Attempt, 0, time.Since(r.start).Milliseconds(), msg, reached)
 		return err
 	})
 	if err != nil && !errors.Is(err, idem.ErrLeaseLost) {

@@ -356,12 +356,14 @@ func (w *EventWorker) outcome(ctx context.Context, r *run, workErr, leaseErr err
 	case stopped(ctx):
 		// This worker is stopping (a deploy's SIGTERM past its deadline) and
 		// cancelled the attempt: not the destination's failure.
-		return w.interrupted(ctx, r, "this worker was stopping", workErr)
+		// The forward may have reached the destination: the attempt stays
+		// in its count.
+		return w.interrupted(ctx, r, "this worker was stopping", true, workErr)
 	case errors.Is(workErr, errNoSlot):
 		// The attempt never reached the destination (attemptSlots).
-		return w.interrupted(ctx, r, "no forward slot", workErr)
+		return w.interrupted(ctx, r, "no forward slot", false, workErr)
 	case errors.Is(workErr, errPausedMeanwhile):
-		return w.interrupted(ctx, r, "destination paused", workErr)
+		return w.interrupted(ctx, r, "destination paused", false, workErr)
 	}
 	w.gate.result(ctx, r, workErr)
 	return w.fail(ctx, r, workErr)

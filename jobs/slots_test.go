@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookline/hookline/jobs"
@@ -112,8 +113,16 @@ func TestNoForwardSlotGivesTheAttemptBack(t *testing.T) {
 	for _, id := range []string{"evt_a", "evt_b"} {
 		require.Equal(t, "completed", b.event(t, id).State, id)
 	}
-	var counted int
+	var counted, attempts int
 	require.NoError(t, b.pool.QueryRow(context.Background(),
-		`SELECT job_attempts FROM hookline_event_destinations WHERE event_id = $1`, interrupted).Scan(&counted))
-	require.Equal(t, 1, counted, "attempts counted for %s, whose first attempt found no slot", interrupted)
+		`SELECT job_attempts, attempts FROM hookline_event_destinations WHERE event_id = $1`, interrupted).Scan(&counted, &attempts))
+	require.Equal(t, 1, counted, "budget spent for %s, whose first attempt found no slot", interrupted)
+	require.Equal(t, 1, attempts, "destination attempts counted for %s, whose first attempt found no slot", interrupted)
+	// The attempt that reached the destination carries the number the
+	// interrupted one had.
+	rows, err := b.pool.Query(context.Background(), `SELECT n FROM hookline_attempts WHERE event_id = $1 ORDER BY at`, interrupted)
+	require.NoError(t, err)
+	ns, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 1}, ns, "the interrupted attempt and the one that followed")
 }

@@ -266,8 +266,11 @@ var stmt = struct {
 	// Worker: an attempt failed (source $1, event_id $2, destination $3,
 	// last error $4; the attempt's n $5, status $6, duration $7, error $8).
 	markRetry string
-	// Worker: an attempt was cut short by this worker's own stop: as
-	// markRetry, and the attempt is given back to the budget (job_attempts).
+	// Worker: an attempt was cut short by this worker's own stop, or never
+	// started: as markRetry, and the attempt is given back to the budget
+	// (job_attempts); $9 false (it never reached the destination) gives it
+	// back to the destination's count (attempts) too, so the next attempt
+	// carries the same Hookline-Attempt.
 	markInterrupted string
 	// Worker: the last attempt failed: the destination and its dead item
 	// (as markRetry, then $9 type, $10 delivery id, $11 content type, $12
@@ -309,7 +312,8 @@ var stmt = struct {
 			WHERE source = $1 AND event_id = $2 AND destination = $3)
 		` + attemptLogSQL("$1", "$2", "$3", 5, ""),
 	markInterrupted: `WITH r AS (
-			UPDATE hookline_event_destinations SET state = 'queued', last_error = $4, job_attempts = greatest(job_attempts - 1, 0)
+			UPDATE hookline_event_destinations SET state = 'queued', last_error = $4, job_attempts = greatest(job_attempts - 1, 0),
+				attempts = CASE WHEN $9::boolean THEN attempts ELSE greatest(attempts - 1, 0) END
 			WHERE source = $1 AND event_id = $2 AND destination = $3)
 		` + attemptLogSQL("$1", "$2", "$3", 5, ""),
 	markDead: `WITH r AS (
