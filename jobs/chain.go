@@ -40,8 +40,8 @@ import (
 // meanwhile, River's rescuer retries it like any job the worker had
 // fetched (crash takeover: lease + 30 s). A chain ends after chainFor (the
 // line's next job is then woken for any worker, as without chains), when
-// the River job's context is done (shutdown), or when a line has no next
-// job waiting.
+// the River job's context is done or the process begins to stop
+// (WorkerConfig.Stopping), or when a line has no next job waiting.
 
 // chainFor bounds how long one River job's worker goes on with the next
 // events of its line: River's client waits for it on a graceful stop.
@@ -50,7 +50,17 @@ const chainFor = 2 * time.Second
 // newRun starts a run of job that may take its line's next job until
 // chainUntil, while ctx is not done.
 func (w *EventWorker) newRun(ctx context.Context, job *river.Job[EventArgs], chainUntil time.Time) *run {
-	return &run{job: job, mayChain: func() bool { return ctx.Err() == nil && time.Now().Before(chainUntil) }}
+	return &run{job: job, mayChain: func() bool { return ctx.Err() == nil && time.Now().Before(chainUntil) && !w.isStopping() }}
+}
+
+// isStopping reports whether the process has begun a graceful stop.
+func (w *EventWorker) isStopping() bool {
+	select {
+	case <-w.stopping:
+		return true
+	default:
+		return false
+	}
 }
 
 // chain runs the jobs r's worker took from its line, one after another,

@@ -47,6 +47,8 @@ type ClientConfig struct {
 	Forwarder *Forwarder
 	// PerEvent turns the worker's group commit off (WorkerConfig.PerEvent).
 	PerEvent bool
+	// Stopping is closed when a graceful stop begins (WorkerConfig.Stopping).
+	Stopping <-chan struct{}
 }
 
 // RescueAfter returns River's RescueStuckJobsAfter for these sources: the
@@ -88,7 +90,8 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 	if cfg.CleanupInterval <= 0 {
 		cfg.CleanupInterval = defaults.CleanupInterval
 	}
-	w, err := NewEventWorker(WorkerConfig{Pool: cfg.Pool, Sources: cfg.Sources, Registerer: cfg.Registerer, Logger: cfg.Logger, Forwarder: cfg.Forwarder, Tracer: cfg.Tracer, PerEvent: cfg.PerEvent, Workers: cfg.Workers})
+	w, err := NewEventWorker(WorkerConfig{Pool: cfg.Pool, Sources: cfg.Sources, Registerer: cfg.Registerer, Logger: cfg.Logger, Forwarder: cfg.Forwarder, Tracer: cfg.Tracer, PerEvent: cfg.PerEvent, Workers: cfg.Workers,
+		Stopping: cfg.Stopping})
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,9 @@ type EventWorker struct {
 	m       *metrics.Metrics
 	log     *slog.Logger
 
+	// stopping is WorkerConfig.Stopping.
+	stopping <-chan struct{}
+
 	// runner is River's id of the client running this worker (set once,
 	// before the client starts): what a job taken by the worker itself
 	// (chain.go) carries in attempted_by.
@@ -115,6 +118,11 @@ type WorkerConfig struct {
 	// (default 50; attemptSlots); group commit sizes its batches by the
 	// jobs River runs for them (Target.riverJobs).
 	Workers int
+	// Stopping, closed when the process begins a graceful stop, ends every
+	// chain (chain.go) at its current event: River's graceful stop lets
+	// running jobs finish but tells them nothing, and a chain would
+	// otherwise start new events for up to chainFor. nil: never.
+	Stopping <-chan struct{}
 }
 
 // NewEventWorker builds the worker.
@@ -140,7 +148,7 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 		return nil, err
 	}
 	w := &EventWorker{pool: cfg.Pool, claims: claims, fwd: cfg.Forwarder, sources: map[string]*Source{}, m: m, log: cfg.Logger,
-		gate: newGate(cfg.Pool), tracer: cfg.Tracer}
+		gate: newGate(cfg.Pool), tracer: cfg.Tracer, stopping: cfg.Stopping}
 	if w.tracer == nil {
 		w.tracer = tracing.IDsOnly()
 	}

@@ -89,7 +89,8 @@ type App struct {
 	reconciler  *reconcile.Runner // nil: no source reconciles
 	admin       *echo.Echo        // separate admin router when admin_listen is set
 	stopUI      context.CancelFunc
-	migratedAt  atomic.Int64 // when the schema was last found current (unix ns); 0: not yet
+	stopping    chan struct{} // closed when shutdown begins: chains end (jobs.ClientConfig.Stopping)
+	migratedAt  atomic.Int64  // when the schema was last found current (unix ns); 0: not yet
 	tracing     *tracing.Provider
 	servers     []*http.Server
 	addrs       []net.Addr
@@ -175,7 +176,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if err := Check(cfg, opts); err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Registry: metrics.NewRegistry(), Log: opts.Logger, opts: opts}
+	a := &App{Config: cfg, Registry: metrics.NewRegistry(), Log: opts.Logger, opts: opts, stopping: make(chan struct{})}
 	pool, err := NewPool(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -234,7 +235,7 @@ func (a *App) build(ctx context.Context) error {
 		Pool: a.Pool, Sources: jobSources, Workers: cfg.Workers, InsertOnly: opts.Role == RoleIngest,
 		DeliveryRetention: cfg.Retention.Deliveries.D(), CleanupInterval: opts.CleanupInterval,
 		Registerer: a.Registry, Logger: opts.Logger, Alerts: alerts, Tracer: a.tracing.Tracer(),
-		PerEvent: !cfg.ProcessingBatchEnabled(),
+		PerEvent: !cfg.ProcessingBatchEnabled(), Stopping: a.stopping,
 	})
 	if err != nil {
 		return err
@@ -529,6 +530,7 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 func (a *App) shutdown() {
 	timeout := a.Config.ShutdownTimeout.D()
 	a.Log.Info("shutting down", "timeout", timeout.String())
+	close(a.stopping)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	soft, softCancel := context.WithTimeout(ctx, timeout-min(5*time.Second, timeout/4))

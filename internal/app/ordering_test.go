@@ -471,3 +471,32 @@ func TestStaleAcrossACrash(t *testing.T) {
 	require.Equal(t, "stale", ev["skipped"], "the line's greatest by outlives the processes")
 	require.Equal(t, []string{"E1", "E2"}, slices.Compact(dest.delivered("pi_x")))
 }
+
+// A graceful stop ends a line's chain at the event in flight: the worker
+// finishes that forward and starts no next event of the line, which waits
+// for the next start (or another instance). Chains otherwise run the
+// line's next events for up to 2 s per River job, and a stop would start
+// new forwards while it drains.
+func TestStopEndsChains(t *testing.T) {
+	t.Parallel()
+	dest := newLineSink(t, 700*time.Millisecond, nil)
+	dbURL := pgtest.NewURL(t)
+	cfg := stripeConfig(dbURL, "shutdown_timeout: 20s\n", fmt.Sprintf(`    ordering: {key: "json:data.object.id"}
+    destination: {url: %q, max_attempts: 3, backoff: {min: 50ms, max: 100ms}}
+`, dest.URL))
+	ip := startApp(t, cfg, app.Options{})
+	base := ip.url(0)
+	for i := 1; i <= 4; i++ {
+		postOrdered(t, base, "s", fmt.Sprintf("K%d", i), "pi_K", int64(i))
+	}
+	require.Eventually(t, func() bool {
+		dest.mu.Lock()
+		defer dest.mu.Unlock()
+		return len(dest.arrivals["pi_K"]) >= 1
+	}, 30*time.Second, 5*time.Millisecond, "the line's first forward")
+	ip.stop(t) // graceful: the forward in flight finishes
+	dest.mu.Lock()
+	defer dest.mu.Unlock()
+	require.Equal(t, []string{"K1"}, dest.arrivals["pi_K"], "no forward started after the stop began")
+	require.Equal(t, []string{"K1"}, dest.okByKey["pi_K"], "the forward in flight finished")
+}
