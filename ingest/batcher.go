@@ -154,6 +154,24 @@ func (b *batcher) loop() {
 	}
 }
 
+// maxBatchBytes seals a batch whose bodies reach it, whatever maxBatch
+// says: a batch's bodies travel as one parameter, laid out and encoded
+// once more each, so large bodies in large batches would multiply the
+// memory they hold. A single larger body is a batch of its own.
+const maxBatchBytes = 4 << 20
+
+// full reports whether batch can take no more deliveries.
+func (b *batcher) full(batch []*pending) bool {
+	if len(batch) >= b.maxBatch {
+		return true
+	}
+	n := 0
+	for _, p := range batch {
+		n += len(p.d.Body)
+	}
+	return n >= maxBatchBytes
+}
+
 // next gathers the next batch; false means stop (closed and drained).
 func (b *batcher) next(batch []*pending) ([]*pending, bool) {
 	b.gather.Lock()
@@ -171,7 +189,7 @@ func (b *batcher) next(batch []*pending) ([]*pending, bool) {
 		}
 	}
 	batch = b.drain(batch) // whatever else is already waiting
-	if len(batch) >= b.maxBatch || b.wait <= 0 {
+	if b.full(batch) || b.wait <= 0 {
 		return batch, true
 	}
 	// While another batch is being committed, gather until it is done (the
@@ -182,7 +200,7 @@ func (b *batcher) next(batch []*pending) ([]*pending, bool) {
 	}
 	t := time.NewTimer(b.wait)
 	defer t.Stop()
-	for len(batch) < b.maxBatch && b.inFlight.Load() > 0 {
+	for !b.full(batch) && b.inFlight.Load() > 0 {
 		select {
 		case p := <-b.queue:
 			batch = append(batch, p)
@@ -196,9 +214,9 @@ func (b *batcher) next(batch []*pending) ([]*pending, bool) {
 	return b.drain(batch), true
 }
 
-// drain adds whatever is already waiting, up to maxBatch.
+// drain adds whatever is already waiting, until the batch is full.
 func (b *batcher) drain(batch []*pending) []*pending {
-	for len(batch) < b.maxBatch {
+	for !b.full(batch) {
 		select {
 		case p := <-b.queue:
 			batch = append(batch, p)

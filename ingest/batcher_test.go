@@ -70,6 +70,33 @@ func TestBatcherGroupsWhileBusy(t *testing.T) {
 	require.Equal(t, []int{1, 10}, f.sizes())
 }
 
+// A batch is sealed once its bodies reach maxBatchBytes, however many more
+// requests wait: large bodies travel in several smaller batches.
+func TestBatcherCapsABatchsBodyBytes(t *testing.T) {
+	t.Parallel()
+	f := &fakeCommit{}
+	b := newBatcher(f.commit, 1, 64, 0, nil)
+	defer b.Close()
+	f.gate.Lock()
+	var wg sync.WaitGroup
+	submit := func(body string) {
+		wg.Go(func() {
+			_, err := b.Submit(context.Background(), delivery(body), time.Minute)
+			require.NoError(t, err)
+		})
+	}
+	submit("first")
+	inFlight(t, b)
+	big := string(make([]byte, maxBatchBytes/3+1)) // three reach the cap
+	for range 7 {
+		submit(big)
+	}
+	require.Eventually(t, func() bool { return len(b.queue) == 7 }, 5*time.Second, time.Millisecond)
+	f.gate.Unlock()
+	wg.Wait()
+	require.Equal(t, []int{1, 3, 3, 1}, f.sizes())
+}
+
 // Several committers do not split the waiting requests between them: one
 // gathers (lingering while others commit), the others wait their turn.
 func TestBatcherOneGathererAtATime(t *testing.T) {

@@ -284,6 +284,13 @@ func layoutBatch(ds []*Delivery, bodyBuf, hdrBuf *[]byte) *batch {
 	b := &batch{ds: ds, src: make([]string, n), recv: make([]time.Time, n), cts: make([]string, n), hdrs: make([][]byte, n),
 		bodyAt: make([]int32, n), bodyLen: make([]int32, n), origins: make([]string, n), traces: make([]string, n), firstOf: map[string]*eventRow{}}
 	bodies, hjson := (*bodyBuf)[:0], (*hdrBuf)[:0]
+	total := 0
+	for _, d := range ds {
+		total += len(d.Body)
+	}
+	if cap(bodies) < total { // sized once: growing by appends would copy large bodies several times
+		bodies = make([]byte, 0, total)
+	}
 	hAt := make([]int, n+1)
 	for i, d := range ds {
 		b.src[i], b.recv[i], b.cts[i], b.origins[i], b.traces[i] = d.Source.Name, d.ReceivedAt, d.ContentType, d.origin(), d.TraceParent

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"unicode"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -121,7 +122,9 @@ func topLevelFields(body []byte, paths []string) ([]string, bool) {
 			return nil, false
 		}
 	}
-	root := gjson.ParseBytes(body)
+	// Parsed in place (gjson.ParseBytes would copy the whole body, which can
+	// be megabytes); the values kept are cloned out of it.
+	root := gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body)))
 	if !root.IsObject() {
 		return nil, false
 	}
@@ -131,7 +134,7 @@ func topLevelFields(body []byte, paths []string) ([]string, bool) {
 	root.ForEach(func(k, v gjson.Result) bool {
 		for i, p := range paths {
 			if found&(1<<i) == 0 && k.Str == p {
-				out[i] = jsonValue(v)
+				out[i] = strings.Clone(jsonValue(v))
 				found |= 1 << i
 			}
 		}

@@ -90,6 +90,7 @@ tracing: {otlp_endpoint: %q}
 	if err != nil {
 		return err
 	}
+	setMemoryLimit(cfg)
 	a, err := app.New(ctx, cfg, app.Options{Role: app.RoleAll, Logger: log, Mount: func(s *ingest.Server) {
 		s.Echo().POST("/dev/sink/:source", func(c echo.Context) error {
 			r := c.Request()

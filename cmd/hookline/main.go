@@ -79,6 +79,28 @@ func setGCPercent() {
 	}
 }
 
+// memoryLimit is the Go runtime's soft memory limit for a configuration
+// when GOMEMLIMIT is not set: room for max_pending_bytes of request bodies
+// held at once, as much again for their copies on the way to Postgres,
+// and 256 MiB for everything else. With defaultGOGC the heap may otherwise
+// grow to five times what is live (large bodies in flight: gigabytes); the
+// limit makes the collector run sooner instead. It is soft: a process whose
+// live memory passes it keeps running, collecting more often.
+func memoryLimit(cfg *config.Config) int64 {
+	return 2*cfg.Ingest.MaxPendingBytes + 256<<20
+}
+
+// setMemoryLimit applies memoryLimit unless GOMEMLIMIT is set, and returns
+// the limit in force (0: GOMEMLIMIT's).
+func setMemoryLimit(cfg *config.Config) int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	limit := memoryLimit(cfg)
+	debug.SetMemoryLimit(limit)
+	return limit
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)

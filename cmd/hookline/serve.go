@@ -40,6 +40,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := newLogger(stderr, cfg.Log.Format, cfg.Log.Level)
+	if limit := setMemoryLimit(cfg); limit > 0 {
+		log.Debug("memory soft limit set (GOMEMLIMIT overrides it)", "bytes", limit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a, err := app.New(ctx, cfg, app.Options{Role: r, NoMigrate: *noMigrate, Logger: log})
