@@ -125,7 +125,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("initdb %s: %w\n%s", data, err, out)
 		}
 	}
-	_ = os.Remove(filepath.Join(data, "postmaster.pid")) // stale after a crash; the server refuses a live one anyway
+	if pid, live := runningServer(data); live {
+		return nil, fmt.Errorf("%w: pid %d already serves %s (another hookline dev in this directory?); stop it first, or use another directory", ErrInUse, pid, data)
+	}
+	// The lock file of a server that is gone (a crash, a SIGKILL) would make
+	// the next start wait, or refuse when its pid was reused.
+	_ = os.Remove(filepath.Join(data, "postmaster.pid"))
 	port := opts.Port
 	if port == 0 {
 		if port, err = freePort(); err != nil {
@@ -152,6 +157,32 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// ErrInUse means a PostgreSQL server is already running on the data
+// directory Start was asked to serve.
+var ErrInUse = errors.New("the PostgreSQL data directory is in use")
+
+// runningServer reports whether the server named by data's postmaster.pid
+// is alive: its pid exists and is a postgres process. A pid file left by a
+// server that died, or whose pid now belongs to another program, is stale.
+func runningServer(data string) (int, bool) {
+	raw, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+	if err != nil {
+		return 0, false
+	}
+	first, _, _ := strings.Cut(string(raw), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return 0, false
+	}
+	if comm, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm")); err == nil {
+		return pid, strings.HasPrefix(strings.TrimSpace(string(comm)), "postgres")
+	}
+	return pid, true // no /proc to ask: a live pid is taken for the server
 }
 
 func chownTree(root string, uid, gid int) error {
