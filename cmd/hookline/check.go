@@ -45,7 +45,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "listen %s, workers %d, max_body_bytes %d, ingest batch %v, admin %s\n",
 		cfg.Listen, cfg.Workers, cfg.MaxBodyBytes, cfg.BatchEnabled(), map[bool]string{true: "on", false: "off (no admin_token)"}[cfg.AdminToken != ""])
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SOURCE\tPROVIDER\tSECRETS\tON_DUPLICATE\tLEASE\tDEDUP_WINDOW\tDESTINATIONS")
+	fmt.Fprintln(tw, "SOURCE\tPROVIDER\tSECRETS\tON_DUPLICATE\tLEASE\tDEDUP_WINDOW\tORDERING\tRECONCILE\tDESTINATIONS")
 	for _, s := range cfg.Sources {
 		var dests []string
 		for _, d := range s.Destinations {
@@ -58,7 +58,22 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 				dests = append(dests, d.Name+"=-")
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.Name, s.Provider, len(s.Secrets), s.OnDuplicate, s.Lease.D(), s.DedupWindow.D(), strings.Join(dests, " "))
+		ordering, rec := "-", "-"
+		if o := s.Ordering; o != nil {
+			ordering = "key " + o.Key
+			if o.By != "" {
+				ordering += ", by " + o.By + ", stale " + o.Stale
+			}
+		}
+		if r := s.Reconcile; r != nil {
+			rec = "on demand"
+			if r.Every > 0 {
+				rec = "every " + r.Every.D().String()
+			}
+			rec += ", lookback " + r.Lookback.D().String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Provider, len(s.Secrets), s.OnDuplicate, s.Lease.D(), s.DedupWindow.D(),
+			ordering, rec, strings.Join(dests, " "))
 	}
 	tw.Flush()
 	if !*db {

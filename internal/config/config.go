@@ -57,6 +57,10 @@ const (
 	DefaultServiceName       = defaults.ServiceName
 )
 
+// MinReconcileEvery is the shortest reconcile.every: a run lists the
+// provider's events API over the whole lookback.
+const MinReconcileEvery = time.Second
+
 // Duration is a time.Duration written as a Go duration ("30s", "5m",
 // "720h", "1h30m") or as a decimal number of days ("30d", "1.5d").
 type Duration time.Duration
@@ -725,6 +729,9 @@ func (s *Source) validateReconcile(p string) error {
 	}
 	if r.Every < 0 {
 		return field(p+".every", "must not be negative (absent: only on demand)")
+	}
+	if r.Every > 0 && r.Every < Duration(MinReconcileEvery) {
+		return field(p+".every", "%s: at least %s (each run lists the provider's events over lookback; absent or 0: only on demand)", r.Every.D(), MinReconcileEvery)
 	}
 	if r.Lookback == 0 {
 		r.Lookback = Duration(DefaultReconcileLookback)

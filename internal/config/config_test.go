@@ -577,6 +577,7 @@ func TestReconcile(t *testing.T) {
 	for _, tc := range []struct{ yaml, path string }{
 		{"    reconcile: {api_key: \"${STRIPE_API_KEY}\"}\n", "sources[0].reconcile.api_key"},
 		{"    reconcile: {every: 10m}\n", "sources[0].reconcile.api_key"},
+		{"    reconcile: {api_key: k, every: 1ms}\n", "sources[0].reconcile.every"},
 		{"    reconcile: {api_key: k, lookback: -1h}\n", "sources[0].reconcile.lookback"},
 		{"    reconcile: {api_key: k, every: -1h}\n", "sources[0].reconcile.every"},
 		{"    reconcile: {api_key: k, api_url: \"ftp://x\"}\n", "sources[0].reconcile.api_url"},
