@@ -406,7 +406,7 @@ func (w *EventWorker) interrupted(ctx context.Context, r *run, why string, reach
 		w.log.WarnContext(ctx, "could not record an interrupted attempt; its claim expires after the lease", "source", r.src.Name,
 			"destination", r.t.Name, "event_id", r.ev.ID, "error", err.Error())
 	}
-	w.log.InfoContext(ctx, "attempt interrupted ("+why+"); not counted, will retry", "source", r.src.Name,
+	w.log.InfoContext(ctx, "attempt interrupted ("+why+"); not charged to the budget, will retry", "source", r.src.Name,
 		"destination", r.t.Name, "event_id", r.ev.ID, "attempt", r.ev.Attempt)
 	return workErr
 }
