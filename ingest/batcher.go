@@ -160,71 +160,80 @@ func (b *batcher) loop() {
 // memory they hold. A single larger body is a batch of its own.
 const maxBatchBytes = 4 << 20
 
-// full reports whether batch can take no more deliveries.
-func (b *batcher) full(batch []*pending) bool {
-	if len(batch) >= b.maxBatch {
-		return true
-	}
-	n := 0
-	for _, p := range batch {
-		n += len(p.d.Body)
-	}
-	return n >= maxBatchBytes
+// gathering is a batch being gathered: its deliveries and their bodies'
+// bytes.
+type gathering struct {
+	ps    []*pending
+	bytes int
 }
 
-// next gathers the next batch; false means stop (closed and drained).
+func (g *gathering) add(p *pending) {
+	g.ps = append(g.ps, p)
+	g.bytes += len(p.d.Body)
+}
+
+// full reports whether the batch can take no more deliveries.
+func (b *batcher) full(g *gathering) bool {
+	return len(g.ps) >= b.maxBatch || g.bytes >= maxBatchBytes
+}
+
+// next gathers the next batch into batch; false means stop (closed and
+// drained).
 func (b *batcher) next(batch []*pending) ([]*pending, bool) {
 	b.gather.Lock()
 	defer b.gather.Unlock()
+	g := &gathering{ps: batch}
 	select {
 	case p := <-b.queue:
-		batch = append(batch, p)
+		g.add(p)
 	case <-b.stop:
 		// Drain what is left so no request waits forever.
 		select {
 		case p := <-b.queue:
-			batch = append(batch, p)
+			g.add(p)
 		default:
 			return nil, false
 		}
 	}
-	batch = b.drain(batch) // whatever else is already waiting
-	if b.full(batch) || b.wait <= 0 {
-		return batch, true
+	b.drain(g) // whatever else is already waiting
+	if b.full(g) || b.wait <= 0 {
+		return g.ps, true
 	}
 	// While another batch is being committed, gather until it is done (the
 	// classic group commit: the next batch forms during the current commit),
 	// the batch is full, or wait has passed; then commit, even alongside.
 	if b.inFlight.Load() == 0 {
-		return batch, true
+		return g.ps, true
 	}
 	t := time.NewTimer(b.wait)
 	defer t.Stop()
-	for !b.full(batch) && b.inFlight.Load() > 0 {
+	for !b.full(g) && b.inFlight.Load() > 0 {
 		select {
 		case p := <-b.queue:
-			batch = append(batch, p)
+			g.add(p)
 		case <-b.freed:
 		case <-t.C:
-			return b.drain(batch), true
+			b.drain(g)
+			return g.ps, true
 		case <-b.stop:
-			return b.drain(batch), true
+			b.drain(g)
+			return g.ps, true
 		}
 	}
-	return b.drain(batch), true
+	b.drain(g)
+	return g.ps, true
 }
 
 // drain adds whatever is already waiting, until the batch is full.
-func (b *batcher) drain(batch []*pending) []*pending {
-	for !b.full(batch) {
+func (b *batcher) drain(g *gathering) {
+	for !b.full(g) {
 		select {
 		case p := <-b.queue:
-			batch = append(batch, p)
+			g.add(p)
 		default:
-			return batch
+			return
 		}
 	}
-	return batch
 }
 
 func (b *batcher) run(batch []*pending) {

@@ -109,6 +109,14 @@ func JSONFields(body []byte, paths ...string) ([]string, error) {
 	return out, nil
 }
 
+// ParseJSON parses body in place: unlike gjson.ParseBytes it does not copy
+// the body (which can be megabytes) into a string first, so the results'
+// Raw and Str alias body. body must not change while they are used; clone
+// (strings.Clone) any string kept beyond the request.
+func ParseJSON(body []byte) gjson.Result {
+	return gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body)))
+}
+
 // topLevelFields answers JSONFields in one walk over the top-level object
 // when every path is a plain key (the Stripe case: id, type, created), where
 // gjson walks the body once per path; false means take the general road. The
@@ -122,9 +130,7 @@ func topLevelFields(body []byte, paths []string) ([]string, bool) {
 			return nil, false
 		}
 	}
-	// Parsed in place (gjson.ParseBytes would copy the whole body, which can
-	// be megabytes); the values kept are cloned out of it.
-	root := gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body)))
+	root := ParseJSON(body) // the values kept are cloned out of it
 	if !root.IsObject() {
 		return nil, false
 	}

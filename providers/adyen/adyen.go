@@ -124,7 +124,7 @@ func items(body []byte, bad error) ([]item, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, fmt.Errorf("%w: body is not valid JSON", bad)
 	}
-	if dupKeys(gjson.ParseBytes(body), "notificationItems") {
+	if dupKeys(providers.ParseJSON(body), "notificationItems") {
 		return nil, fmt.Errorf("%w: \"notificationItems\" appears twice", bad)
 	}
 	list := gjson.GetBytes(body, "notificationItems")

@@ -243,9 +243,9 @@ func event(el gjson.Result) (providers.Event, error) {
 	if id.Type != gjson.String || strings.TrimSpace(id.Str) == "" {
 		return providers.Event{}, fmt.Errorf("%w: event has no \"sg_event_id\"", providers.ErrNoEventID)
 	}
-	ev := providers.Event{ID: id.Str}
+	ev := providers.Event{ID: strings.Clone(id.Str)} // el aliases the body (providers.ParseJSON)
 	if t := el.Get("event"); t.Type == gjson.String {
-		ev.Type = t.Str
+		ev.Type = strings.Clone(t.Str)
 	}
 	if ts := el.Get("timestamp"); ts.Type == gjson.Number {
 		if n, err := strconv.ParseInt(ts.Raw, 10, 64); err == nil {
@@ -264,7 +264,7 @@ func (v *Verifier) Split(r *providers.Request) ([]providers.Item, error) {
 	if !gjson.ValidBytes(r.Body) {
 		return nil, fmt.Errorf("%w: body is not valid JSON", providers.ErrMalformed)
 	}
-	list := gjson.ParseBytes(r.Body)
+	list := providers.ParseJSON(r.Body)
 	if !list.IsArray() {
 		return nil, fmt.Errorf("%w: body is not a JSON array of events", providers.ErrMalformed)
 	}
