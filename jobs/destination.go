@@ -3,10 +3,12 @@ package jobs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -92,6 +94,10 @@ func (f *Forwarder) Forward(ctx context.Context, d *Destination, ev *Event) (int
 	tracing.Inject(ctx, req.Header) // traceparent: the forward's span in the event's trace
 	resp, err := f.client.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) { // the error is kept and shown: no credentials
+			ue.URL = RedactURL(d.URL)
+		}
 		return 0, &DestinationError{Err: err}
 	}
 	defer resp.Body.Close()
@@ -106,6 +112,27 @@ func (f *Forwarder) Forward(ctx context.Context, d *Destination, ev *Event) (int
 		de.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), f.now())
 	}
 	return resp.StatusCode, de
+}
+
+// RedactURL is raw as errors, logs and the check command show it: a
+// password in it and every query parameter's value replaced by ***
+// (destination URLs often carry a token in their query).
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "***")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"***"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return strings.ReplaceAll(u.String(), "%2A%2A%2A", "***")
 }
 
 // setHeaders sets hookline's headers on a forward.

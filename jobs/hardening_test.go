@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -124,4 +125,26 @@ func TestForwarderRedirectsAndExcerpts(t *testing.T) {
 	var de *jobs.DestinationError
 	require.ErrorAs(t, err, &de)
 	require.Equal(t, cut[:511], de.Excerpt, "the cut character is dropped, the rest kept")
+}
+
+// A destination URL's password and query values (often a token) never
+// reach an attempt's error, which the lookup, the dead set, logs and alerts
+// show.
+func TestDestinationURLCredentialsAreRedacted(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "http://alice:***@h:1/close?api_key=***&token=***", jobs.RedactURL("http://alice:PASSW0RD@h:1/close?token=SECRETTOKEN&api_key=K2"))
+	require.Equal(t, "https://h/hooks", jobs.RedactURL("https://h/hooks"))
+	require.Equal(t, "http://bob@h/x", jobs.RedactURL("http://bob@h/x"))
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens: the forward fails to connect
+	f := jobs.NewForwarder()
+	_, err = f.Forward(context.Background(), &jobs.Destination{URL: "http://alice:PASSW0RD@" + addr + "/close?token=SECRETTOKEN", Timeout: time.Second},
+		&jobs.Event{Source: "s", ID: "evt_1", Body: []byte(`{}`), Attempt: 1})
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "PASSW0RD")
+	require.NotContains(t, err.Error(), "SECRETTOKEN")
+	require.Contains(t, err.Error(), "token=***")
 }
