@@ -36,14 +36,21 @@ func ExampleHandlerFunc() {
 		_, err := tx.Exec(ctx, `INSERT INTO payments (event_id, body) VALUES ($1, $2)`, ev.ID, ev.Body)
 		return err
 	})
-	client, err := jobs.NewClient(jobs.ClientConfig{
-		Pool:    pool,
-		Sources: []*jobs.Source{{Name: "stripe", Handler: jobs.TypeMux{"payment_intent.succeeded": record}}},
-		Logger:  slog.New(slog.DiscardHandler),
-	})
+	sources := []*jobs.Source{{Name: "stripe", Handler: jobs.TypeMux{"payment_intent.succeeded": record}}}
+	client, err := jobs.NewClient(jobs.ClientConfig{Pool: pool, Sources: sources, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
+	// Record this instance's queues before accepting events: the elected
+	// leader of any instance sharing the database sends the events of
+	// queues no live instance records to the dead set.
+	queues := jobs.EventQueues(sources)
+	instance, err := jobs.StartInstance(ctx, pool, client.ID(), jobs.InstanceQueues{Configures: queues, Runs: queues,
+		Bounds: jobs.EventQueueBounds(sources)}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		panic(err)
+	}
+	defer instance.Stop(ctx)
 	if err := client.Start(ctx); err != nil {
 		panic(err)
 	}

@@ -70,8 +70,9 @@ const instanceRetention = 24 * time.Hour
 
 // EventQueueBounds are, in EventQueues' order, the longest an accepted event
 // of each queue may wait before it completes or goes to the dead set:
-// max_attempts × (timeout + backoff.max) + lease + 60 s, with the defaults
-// of the fields left zero.
+// max_attempts × (timeout + max(backoff.max, 1 h)) + lease + 60 s, with the
+// defaults of the fields left zero; 1 h is the longest Retry-After honoured
+// (a 429 or 503 may ask for that instead of the backoff).
 func EventQueueBounds(sources []*Source) []time.Duration {
 	var out []time.Duration
 	for _, s := range sources {
@@ -79,7 +80,7 @@ func EventQueueBounds(sources []*Source) []time.Duration {
 		if lease <= 0 {
 			lease = defaults.Lease
 		}
-		for _, t := range s.Targets {
+		for _, t := range s.destinations() {
 			// An attempt lasts the destination's timeout; a Go handler's,
 			// the target's (the lease by default).
 			attempts, timeout, backoff := t.MaxAttempts, t.Timeout, t.BackoffMax
@@ -98,6 +99,7 @@ func EventQueueBounds(sources []*Source) []time.Duration {
 			if backoff <= 0 {
 				backoff = defaults.BackoffMax
 			}
+			backoff = max(backoff, maxRetryAfter)
 			out = append(out, time.Duration(attempts)*(timeout+backoff)+lease+time.Minute)
 		}
 	}
@@ -108,7 +110,7 @@ func EventQueueBounds(sources []*Source) []time.Duration {
 func EventQueues(sources []*Source) []string {
 	var qs []string
 	for _, s := range sources {
-		for _, t := range s.Targets {
+		for _, t := range s.destinations() {
 			qs = append(qs, QueueFor(s.Name, t.Name))
 		}
 	}

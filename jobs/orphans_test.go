@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookline/hookline/ingest"
@@ -31,7 +32,7 @@ func TestOrphanedEventsGoDead(t *testing.T) {
 	prov, err := stripe.New(providers.Config{Secrets: []string{secret}})
 	require.NoError(t, err)
 	names := []string{"gone", "fresh", "elsewhere", "unrun", "unrun_old", "killed", "killed_long_ago", "stopped", "just_stopped", "mine",
-		"killed_bounded", "unrun_bounded"}
+		"killed_bounded", "unrun_bounded", "paused_gone", "paused_bounded"}
 	var sources []*ingest.Source
 	for _, n := range names {
 		sources = append(sources, &ingest.Source{Name: n, Provider: prov})
@@ -85,12 +86,26 @@ func TestOrphanedEventsGoDead(t *testing.T) {
 	_, err = pool.Exec(ctx, `UPDATE hookline_instances SET stopped_at = now() - interval '1 minute' WHERE id = 'stopped'`)
 	require.NoError(t, err)
 
+	// Paused destinations' events wait on purpose, for as long as the
+	// pause lasts: one whose queue no instance keeps, and one whose killed
+	// instance's record bounds its events to 30 s, are both left alone.
+	_, err = pool.Exec(ctx, `INSERT INTO hookline_instances (id, configures, runs, seen_at, bounds) VALUES ('paused_bounded', $1, $1, now() - interval '2 minutes', '{30000000}')`,
+		[]string{queue("paused_bounded")})
+	require.NoError(t, err)
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	for _, n := range []string{"paused_gone", "paused_bounded"} {
+		_, err = pool.Exec(ctx, `INSERT INTO river_queue (name, created_at, metadata, updated_at) VALUES ($1, now(), '{}', now()) ON CONFLICT DO NOTHING`, queue(n))
+		require.NoError(t, err)
+		require.NoError(t, rc.QueuePause(ctx, queue(n), nil))
+	}
+
 	w := &jobs.OrphanWorker{Pool: pool, Queues: []string{queue("mine")}, Logger: quiet()}
 	require.NoError(t, w.Work(ctx, &river.Job[jobs.OrphanArgs]{}))
 
 	want := map[string]string{"gone": "dead", "fresh": "queued", "elsewhere": "queued", "unrun": "queued", "unrun_old": "dead",
 		"killed": "queued", "killed_long_ago": "dead", "stopped": "dead", "just_stopped": "queued", "mine": "queued",
-		"killed_bounded": "dead", "unrun_bounded": "dead"}
+		"killed_bounded": "dead", "unrun_bounded": "dead", "paused_gone": "queued", "paused_bounded": "queued"}
 	for _, n := range names {
 		var state, lastErr string
 		var deadItems, waitingJobs int
@@ -118,4 +133,19 @@ func TestOrphanedEventsGoDead(t *testing.T) {
 	var dead int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM hookline_dead`).Scan(&dead))
 	require.Equal(t, 6, dead)
+}
+
+// A source's single destination (Destination or Handler, no Targets) has
+// its queue too: an embedding program records it with StartInstance.
+func TestEventQueuesOfASingleDestination(t *testing.T) {
+	t.Parallel()
+	sources := []*jobs.Source{
+		{Name: "ledger", Handler: jobs.HandlerFunc(nil)},
+		{Name: "shop", Destination: &jobs.Destination{URL: "http://127.0.0.1:9/"}, MaxAttempts: 3},
+		{Name: "fan", Targets: []*jobs.Target{{Name: "a"}, {Name: "b"}}},
+	}
+	require.Equal(t, []string{jobs.QueueFor("ledger", jobs.DefaultDestination), jobs.QueueFor("shop", jobs.DefaultDestination),
+		jobs.QueueFor("fan", "a"), jobs.QueueFor("fan", "b")}, jobs.EventQueues(sources))
+	require.Len(t, jobs.EventQueueBounds(sources), 4)
+	require.Empty(t, sources[0].Targets, "reading the queues changes no source")
 }

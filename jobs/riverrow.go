@@ -401,6 +401,8 @@ var orphanStates = []string{"available", "pending", "retryable", "scheduled"}
 // waitingQueuesSQL lists the queues that have a job in a waiting state
 // (orphanStates), by skipping through River's fetch index (state, queue,
 // ...) one queue at a time: a probe per queue, however many jobs wait.
+// Paused queues are left out: their jobs wait on purpose, for as long as an
+// operator keeps the destination paused.
 var waitingQueuesSQL = func() string {
 	ctes := make([]string, len(orphanStates))
 	selects := make([]string, len(orphanStates))
@@ -410,7 +412,8 @@ var waitingQueuesSQL = func() string {
 		UNION ALL SELECT (SELECT min(j.queue) FROM river_job j WHERE j.state = '` + st + `' AND j.queue > ` + q + `.queue) FROM ` + q + ` WHERE ` + q + `.queue IS NOT NULL)`
 		selects[i] = `SELECT queue FROM ` + q + ` WHERE queue IS NOT NULL`
 	}
-	return `WITH RECURSIVE ` + strings.Join(ctes, ",\n\t") + "\n" + strings.Join(selects, " UNION ")
+	return `WITH RECURSIVE ` + strings.Join(ctes, ",\n\t") + "\nSELECT queue FROM (" + strings.Join(selects, " UNION ") + `) w
+	WHERE NOT EXISTS (SELECT 1 FROM river_queue p WHERE p.name = w.queue AND p.paused_at IS NOT NULL)`
 }()
 
 // orphanJobsSQL lists up to 1,000 waiting event jobs (pending ones of an

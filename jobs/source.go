@@ -181,10 +181,7 @@ func (s *Source) withDefaults() error {
 	if s.DedupWindow <= 0 {
 		s.DedupWindow = defaults.DedupWindow
 	}
-	if len(s.Targets) == 0 {
-		s.Targets = []*Target{{Name: DefaultDestination, HTTP: s.Destination, Handler: s.Handler, Timeout: s.Timeout,
-			MaxAttempts: s.MaxAttempts, BackoffMin: s.BackoffMin, BackoffMax: s.BackoffMax}}
-	}
+	s.Targets = s.destinations()
 	s.targets = make(map[string]*Target, len(s.Targets))
 	for _, t := range s.Targets {
 		if t.HTTP == nil && t.Handler == nil {
@@ -208,6 +205,16 @@ func (s *Source) withDefaults() error {
 		s.targets[t.Name] = t
 	}
 	return nil
+}
+
+// destinations are the source's Targets, or, when it has none, its single
+// destination (Destination or Handler, named DefaultDestination).
+func (s *Source) destinations() []*Target {
+	if len(s.Targets) > 0 {
+		return s.Targets
+	}
+	return []*Target{{Name: DefaultDestination, HTTP: s.Destination, Handler: s.Handler, Timeout: s.Timeout,
+		MaxAttempts: s.MaxAttempts, BackoffMin: s.BackoffMin, BackoffMax: s.BackoffMax}}
 }
 
 // target returns the source's destination named name, or nil.

@@ -268,11 +268,14 @@ func TestKilledInstancesQueueKeptNoLongerThanItsBound(t *testing.T) {
 	var bound int64
 	require.NoError(t, pool.QueryRow(ctx, `SELECT bounds[array_position(configures, $1)] FROM hookline_instances`,
 		jobs.QueueFor("small", jobs.DefaultDestination)).Scan(&bound))
-	require.Equal(t, (2*(time.Second+time.Second) + 3*time.Second + time.Minute).Microseconds(), bound, "the record carries the queue's bound")
-	// As if killed a minute ago, its event accepted two minutes ago.
+	// Each of the two attempts may wait the longest Retry-After honoured
+	// (1 h) rather than backoff.max.
+	require.Equal(t, (2*(time.Second+time.Hour) + 3*time.Second + time.Minute).Microseconds(), bound, "the record carries the queue's bound")
+	// As if killed a minute ago, its event accepted a minute longer ago
+	// than that bound.
 	_, err := pool.Exec(ctx, `UPDATE hookline_instances SET stopped_at = NULL, seen_at = now() - interval '1 minute'`)
 	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `UPDATE river_job SET created_at = now() - interval '2 minutes' WHERE args->>'event_id' = 'evt_small'`)
+	_, err = pool.Exec(ctx, `UPDATE river_job SET created_at = now() - interval '1 minute' - $1::bigint * interval '1 microsecond' WHERE args->>'event_id' = 'evt_small'`, bound)
 	require.NoError(t, err)
 
 	startApp(t, serveConfig("127.0.0.1:0", dbURL, "http://127.0.0.1:9/unreachable", extra, ""), app.Options{})
