@@ -190,6 +190,14 @@ type Config struct {
 	Tracer trace.Tracer
 	// Ready reports readiness (Postgres reachable and migrated); nil pings the pool.
 	Ready func(ctx context.Context) error
+	// Pace, when set, says how long each delivery waits before its body is
+	// read (admission control: package internal/pacing); nil: none.
+	Pace Pacer
+}
+
+// Pacer says how long a delivery arriving now waits before it is read.
+type Pacer interface {
+	Delay() time.Duration
 }
 
 // Defaults of Config and Source fields left zero.
@@ -390,6 +398,9 @@ func (s *Server) receive(c echo.Context) error {
 			return s.refuse(c, src, refusal{http.StatusServiceUnavailable, metrics.Unavailable, "too many concurrent deliveries for this source; retry later"})
 		}
 	}
+	if s.cfg.Pace != nil {
+		wait(c.Request().Context(), s.cfg.Pace.Delay())
+	}
 	// The queue deadline covers the wait for body budget and for the committer.
 	deadline := start.Add(s.cfg.QueueTimeout)
 	body, reserved, ref := s.readBody(c, src, deadline)
@@ -426,6 +437,19 @@ func (s *Server) receive(c echo.Context) error {
 		return s.refuse(c, src, refusal{http.StatusServiceUnavailable, metrics.Unavailable, msg})
 	}
 	return s.answer(c, src, results)
+}
+
+// wait waits d, or until ctx is done.
+func wait(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // startSpan starts the request's span, continuing the sender's

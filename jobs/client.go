@@ -49,6 +49,9 @@ type ClientConfig struct {
 	PerEvent bool
 	// Stopping is closed when a graceful stop begins (WorkerConfig.Stopping).
 	Stopping <-chan struct{}
+	// Backlog, when set, is shown the worker's forward slots
+	// (WorkerConfig.Backlog).
+	Backlog *Backlog
 }
 
 // RescueAfter returns River's RescueStuckJobsAfter for these sources: the
@@ -91,7 +94,7 @@ func NewClient(cfg ClientConfig) (*river.Client[pgx.Tx], error) {
 		cfg.CleanupInterval = defaults.CleanupInterval
 	}
 	w, err := NewEventWorker(WorkerConfig{Pool: cfg.Pool, Sources: cfg.Sources, Registerer: cfg.Registerer, Logger: cfg.Logger, Forwarder: cfg.Forwarder, Tracer: cfg.Tracer, PerEvent: cfg.PerEvent, Workers: cfg.Workers,
-		Stopping: cfg.Stopping})
+		Stopping: cfg.Stopping, Backlog: cfg.Backlog})
 	if err != nil {
 		return nil, err
 	}

@@ -123,6 +123,9 @@ type WorkerConfig struct {
 	// running jobs finish but tells them nothing, and a chain would
 	// otherwise start new events for up to chainFor. nil: never.
 	Stopping <-chan struct{}
+	// Backlog, when set, is shown the worker's forward slots, so that its
+	// Lag leaves out destinations whose slots are all busy.
+	Backlog *Backlog
 }
 
 // NewEventWorker builds the worker.
@@ -174,6 +177,9 @@ func NewEventWorker(cfg WorkerConfig) (*EventWorker, error) {
 			func(kind string, n int) { m.WorkerBatch.WithLabelValues(kind).Observe(float64(n)) }, w.claimAhead)
 	}
 	w.slots = newAttemptSlots(cfg.Sources, cfg.Workers, m.SlotWait)
+	if cfg.Backlog != nil {
+		cfg.Backlog.watch(w.sources, w.slots)
+	}
 	return w, nil
 }
 

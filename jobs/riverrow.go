@@ -310,6 +310,16 @@ func ReadQueueStats(ctx context.Context, q Querier) (QueueStats, error) {
 	return st, err
 }
 
+// backlogLagSQL is the age of the oldest job ready to run on any of the
+// queues $1 not paused (0 when none): per queue, the job River's fetch would
+// take first, read from its fetch index.
+const backlogLagSQL = `SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(j.scheduled_at))::float8, 0)
+	FROM unnest($1::text[]) AS q(name)
+	CROSS JOIN LATERAL (SELECT scheduled_at FROM river_job
+		WHERE state = 'available' AND queue = q.name AND kind = $2 AND scheduled_at <= now()
+		ORDER BY priority, scheduled_at, id LIMIT 1) j
+	WHERE NOT EXISTS (SELECT 1 FROM river_queue p WHERE p.name = q.name AND p.paused_at IS NOT NULL)`
+
 // Querier runs a query: a pool, a connection or a transaction.
 type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)

@@ -15,8 +15,9 @@ import (
 
 // The colocated scenario: what users run by default, one `hookline serve
 // --role all` process taking webhooks and processing them on the same
-// cores. Each round has two runs taking turns, "colocated-batched" (the
-// default configuration) and "colocated-per-event" (processing: {batch:
+// cores. Each round has three runs taking turns, "colocated-batched" (the
+// default configuration), "colocated-unpaced" (the same without pacing,
+// ingest: {pace: false}) and "colocated-per-event" (processing: {batch:
 // false}): a fresh database, closed-loop senders (no duplicates) for -d,
 // then the drain and the usual checks. During the run a sampler records,
 // once a second, the events accepted so far (2xx "accepted" answers), the
@@ -25,12 +26,13 @@ import (
 // steady part of the load (from 2 s to its end).
 const (
 	runColocatedBatched  = "colocated-batched"
+	runColocatedUnpaced  = "colocated-unpaced"
 	runColocatedPerEvent = "colocated-per-event"
 )
 
 // colocatedRuns are the colocated scenario's runs, in the order they take
 // turns.
-var colocatedRuns = []string{runColocatedBatched, runColocatedPerEvent}
+var colocatedRuns = []string{runColocatedBatched, runColocatedUnpaced, runColocatedPerEvent}
 
 const (
 	// colocatedSenders is the scenario's concurrency unless -c is given
@@ -319,7 +321,7 @@ func printColocatedHeader(w io.Writer, o options) {
 		paced = fmt.Sprintf(" paced to %.0f/s together", o.rate)
 	}
 	fmt.Fprintf(w, "\ncolocated: one --role all process taking webhooks from %d senders%s for %s (no duplicates) and processing them on the same CPUs,\n"+
-		"  batched (default) and per-event (processing.batch: false) taking turns; rates over the steady part (%s → the end of the load);\n"+
+		"  batched (default), unpaced (ingest.pace: false) and per-event (processing.batch: false) taking turns; rates over the steady part (%s → the end of the load);\n"+
 		"  keeps up: delivered/s ≥ %.0f %% of accepted/s and depth growth ≤ %.0f %% of accepted/s\n",
 		o.colocatedSenders, paced, o.duration, steadyFrom, keepUpDelivered*100, keepUpGrowth*100)
 	fmt.Fprintf(w, colocatedFormat, "RUN", "ROUND", "C", "EVENTS", "ACCEPTED/s", "DELIVERED/s", "P99 ms", "MAX ms", "END DEPTH", "DEPTH/s", "KEEPS UP", "E2E/s", "CHECK")

@@ -30,28 +30,38 @@ func TestPlanColocated(t *testing.T) {
 	runs := plan(o, scenarioColocated)
 	require.Equal(t, []runSpec{
 		{scenario: scenarioColocated, name: runColocatedBatched, batch: true, c: 64, round: 1, dests: 1},
+		{scenario: scenarioColocated, name: runColocatedUnpaced, batch: true, c: 64, round: 1, dests: 1, unpaced: true},
 		{scenario: scenarioColocated, name: runColocatedPerEvent, batch: true, c: 64, round: 1, dests: 1, perEvent: true},
 		{scenario: scenarioColocated, name: runColocatedBatched, batch: true, c: 64, round: 2, dests: 1},
+		{scenario: scenarioColocated, name: runColocatedUnpaced, batch: true, c: 64, round: 2, dests: 1, unpaced: true},
 		{scenario: scenarioColocated, name: runColocatedPerEvent, batch: true, c: 64, round: 2, dests: 1, perEvent: true},
 	}, runs)
 	var names []string
 	for _, s := range runs {
 		names = append(names, s.runName(o.repeat))
 	}
-	require.Equal(t, []string{"colocated_batched_c64_r1", "colocated_per_event_c64_r1", "colocated_batched_c64_r2", "colocated_per_event_c64_r2"}, names)
+	require.Equal(t, []string{"colocated_batched_c64_r1", "colocated_unpaced_c64_r1", "colocated_per_event_c64_r1",
+		"colocated_batched_c64_r2", "colocated_unpaced_c64_r2", "colocated_per_event_c64_r2"}, names)
 
 	o, err = parseFlags([]string{"-scenario", "colocated", "-c", "32,128"}, os.Stderr)
 	require.NoError(t, err)
 	require.Equal(t, []string{scenarioColocated}, o.scenarios)
 	runs = plan(o, scenarioColocated)
-	require.Len(t, runs, 2)
+	require.Len(t, runs, 3)
 	require.Equal(t, 32, runs[0].c, "-c given: its first level")
-	require.Equal(t, "colocated_per_event_c32", runs[1].runName(o.repeat))
+	require.Equal(t, "colocated_per_event_c32", runs[2].runName(o.repeat))
 
-	// The per-event run's configuration selects the per-event path.
+	// The default run paces ingest (the default); the unpaced run turns it
+	// off; the per-event run selects the per-event path.
 	b := &bench{o: o, server: "postgres://u@127.0.0.1:5432/postgres", secret: benchSecret}
-	require.NotContains(t, b.configYAML(runs[0], "db", "127.0.0.1:1", "http://127.0.0.1:2/hooks/r"), "processing")
-	text := b.configYAML(runs[1], "db", "127.0.0.1:1", "http://127.0.0.1:2/hooks/r")
+	text := b.configYAML(runs[0], "db", "127.0.0.1:1", "http://127.0.0.1:2/hooks/r")
+	require.NotContains(t, text, "processing")
+	require.NotContains(t, text, "pace")
+	text = b.configYAML(runs[1], "db", "127.0.0.1:1", "http://127.0.0.1:2/hooks/r")
+	require.Contains(t, text, "  pace: false\n")
+	_, err = config.Parse([]byte(text), os.Getenv)
+	require.NoError(t, err, text)
+	text = b.configYAML(runs[2], "db", "127.0.0.1:1", "http://127.0.0.1:2/hooks/r")
 	require.Contains(t, text, "processing:\n  batch: false\n")
 	_, err = config.Parse([]byte(text), os.Getenv)
 	require.NoError(t, err, text)
@@ -319,7 +329,7 @@ func TestSmokeColocated(t *testing.T) {
 	t.Log("\n" + stdout.String())
 	require.NoError(t, err)
 	require.True(t, rep.OK, "LOST/DOUBLE or a problem: see the table")
-	require.Len(t, rep.Results, 2)
+	require.Len(t, rep.Results, len(colocatedRuns))
 	for _, r := range rep.Results {
 		require.Positive(t, r.Accepted, r.Mode)
 		require.Zero(t, r.DupSent, r.Mode)

@@ -111,9 +111,11 @@ ingest,ordering,fanout,processing,colocated):
   colocated one hookline serve --role all (what users run by default)
             taking webhooks from 64 closed-loop senders (-c: its first
             level), no duplicates, for -d, while its workers process them
-            on the same CPUs; two runs taking turns: "colocated-batched"
-            (the default configuration) and "colocated-per-event"
-            (processing: {batch: false}); then the drain and the checks.
+            on the same CPUs; three runs taking turns: "colocated-batched"
+            (the default configuration, ingest paced to the workers),
+            "colocated-unpaced" (ingest: {pace: false}) and
+            "colocated-per-event" (processing: {batch: false}); then the
+            drain and the checks.
             Once a second it samples accepted so far (2xx "accepted"),
             delivered so far (distinct events the destination received)
             and the queue depth (accepted - delivered). Over the steady

@@ -160,7 +160,7 @@ func run(ctx context.Context, o options, stdout io.Writer) (*Report, error) {
 
 // runScenarios runs each scenario's plan, printing a row per run.
 func (b *bench) runScenarios(ctx context.Context, rep *Report) error {
-	guess := map[string]float64{modeNaive: 3000, modeBatched: 20000, runColocatedBatched: 5000, runColocatedPerEvent: 5000}
+	guess := map[string]float64{modeNaive: 3000, modeBatched: 20000, runColocatedBatched: 5000, runColocatedUnpaced: 5000, runColocatedPerEvent: 5000}
 	for _, sc := range b.o.scenarios {
 		switch sc {
 		case scenarioIngest:
@@ -279,6 +279,9 @@ func (b *bench) configYAML(spec runSpec, db, listen, destURL string) string {
 	}
 	if b.o.queueTimeout > 0 {
 		fmt.Fprintf(&sb, "  queue_timeout: %s\n", b.o.queueTimeout)
+	}
+	if spec.unpaced {
+		sb.WriteString("  pace: false\n")
 	}
 	if spec.perEvent { // the worker's per-event path; batched is the default
 		sb.WriteString("processing:\n  batch: false\n")

@@ -83,6 +83,7 @@ type runSpec struct {
 	dests    int           // destinations, all matching every event
 	latency  time.Duration // the loopback destination holds each request this long
 	perEvent bool          // processing.batch: false
+	unpaced  bool          // ingest.pace: false
 	textbook bool          // the textbook River worker (textbook.go) instead of hookline
 }
 
@@ -132,7 +133,7 @@ func plan(o options, scenario string) []runSpec {
 		for round := 1; round <= o.repeat; round++ {
 			for _, name := range colocatedRuns {
 				out = append(out, runSpec{scenario: scenario, name: name, batch: true, c: o.colocatedSenders, round: round, dests: 1,
-					perEvent: name == runColocatedPerEvent})
+					perEvent: name == runColocatedPerEvent, unpaced: name == runColocatedUnpaced})
 			}
 		}
 		return out

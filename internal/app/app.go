@@ -31,6 +31,7 @@ import (
 	"github.com/hookline/hookline/internal/alert"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/metrics"
+	"github.com/hookline/hookline/internal/pacing"
 	"github.com/hookline/hookline/internal/reconcile"
 	"github.com/hookline/hookline/internal/tracing"
 	"github.com/hookline/hookline/jobs"
@@ -87,6 +88,8 @@ type App struct {
 	queueBounds []time.Duration   // per queue, how long its events may wait (jobs.EventQueueBounds)
 	instance    *jobs.Instance    // this instance's record, while it runs
 	reconciler  *reconcile.Runner // nil: no source reconciles
+	pacer       *pacing.Pacer     // nil: ingest is not paced (ingest.pace, --role all only)
+	paced       sync.WaitGroup    // the pacer's measures, while they run
 	admin       *echo.Echo        // separate admin router when admin_listen is set
 	stopUI      context.CancelFunc
 	stopping    chan struct{} // closed when shutdown begins: chains end (jobs.ClientConfig.Stopping)
@@ -231,11 +234,21 @@ func (a *App) build(ctx context.Context) error {
 		}
 		alerts = alert.New(a.Pool, rules, nil, opts.Logger)
 	}
+	// Ingest paces itself to the workers only where both share the cores.
+	var backlog *jobs.Backlog
+	var pace ingest.Pacer
+	if opts.Role == RoleAll && cfg.PaceEnabled() {
+		backlog = jobs.NewBacklog(a.Pool, jobSources)
+		gauge := metrics.For(a.Registry).PaceDelay
+		a.pacer = pacing.New(pacing.Config{Measure: backlog.Lag, Lag: cfg.Ingest.PaceLag.D(), MaxDelay: cfg.Ingest.PaceMaxDelay.D(),
+			Observe: func(d time.Duration) { gauge.Set(d.Seconds()) }, Logger: opts.Logger})
+		pace = a.pacer
+	}
 	a.River, err = jobs.NewClient(jobs.ClientConfig{
 		Pool: a.Pool, Sources: jobSources, Workers: cfg.Workers, InsertOnly: opts.Role == RoleIngest,
 		DeliveryRetention: cfg.Retention.Deliveries.D(), CleanupInterval: opts.CleanupInterval,
 		Registerer: a.Registry, Logger: opts.Logger, Alerts: alerts, Tracer: a.tracing.Tracer(),
-		PerEvent: !cfg.ProcessingBatchEnabled(), Stopping: a.stopping,
+		PerEvent: !cfg.ProcessingBatchEnabled(), Stopping: a.stopping, Backlog: backlog,
 	})
 	if err != nil {
 		return err
@@ -244,7 +257,7 @@ func (a *App) build(ctx context.Context) error {
 		Pool: a.Pool, River: a.River, Sources: inSources, MaxBodyBytes: cfg.MaxBodyBytes,
 		Batch: cfg.BatchEnabled(), BatchSize: cfg.Ingest.BatchSize, BatchWait: cfg.Ingest.BatchWait.D(),
 		QueueTimeout: cfg.Ingest.QueueTimeout.D(), MaxPendingBytes: cfg.Ingest.MaxPendingBytes,
-		BodyTimeout:  cfg.Ingest.BodyTimeout.D(),
+		BodyTimeout: cfg.Ingest.BodyTimeout.D(), Pace: pace,
 		IngestRoutes: opts.Role != RoleWorker, NoMetricsRoute: metricsOnAdmin,
 		Registry: a.Registry, Logger: opts.Logger, Ready: a.ready, Tracer: a.tracing.Tracer(),
 	})
@@ -498,6 +511,17 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 	if a.reconciler != nil {
 		a.reconciler.Start(ctx) // periodic runs; each instance takes its turn through the database
 	}
+	if a.pacer != nil {
+		pctx, stop := context.WithCancel(ctx)
+		a.paced.Go(func() {
+			defer stop()
+			select { // measures end when the process begins to stop
+			case <-a.stopping:
+			case <-pctx.Done():
+			}
+		})
+		a.paced.Go(func() { a.pacer.Run(pctx) })
+	}
 	errc := make(chan error, len(nls))
 	for i, nl := range nls {
 		srv := a.servers[i]
@@ -553,6 +577,7 @@ func (a *App) shutdown() {
 	wg.Wait()
 	a.Ingest.Close()
 	<-workers
+	a.paced.Wait()
 	if a.reconciler != nil {
 		a.reconciler.Wait() // Run's context is done: periodic runs stop
 	}

@@ -160,6 +160,14 @@ type Ingest struct {
 	// BodyTimeout bounds how long a request body may take to arrive; beyond
 	// it the request is answered 408 (default 10s; positive).
 	BodyTimeout Duration `yaml:"body_timeout"`
+	// Pace: admission control under --role all (default true). While the
+	// process's workers' oldest ready event has waited more than PaceLag
+	// (default 250ms), each delivery waits up to PaceMaxDelay (default
+	// 20ms) before it is read, so that senders who wait for their answers
+	// send at the rate the workers process. Never with --role ingest.
+	Pace         *bool    `yaml:"pace"`
+	PaceLag      Duration `yaml:"pace_lag"`
+	PaceMaxDelay Duration `yaml:"pace_max_delay"`
 }
 
 // Processing tunes the workers.
@@ -335,6 +343,10 @@ func (s *Source) KeyResolvers() (id, typ providers.KeyResolver) { return s.event
 
 // BatchEnabled reports whether group commit is on.
 func (c *Config) BatchEnabled() bool { return c.Ingest.Batch == nil || *c.Ingest.Batch }
+
+// PaceEnabled reports whether ingest paces itself to the workers under
+// --role all (ingest.pace, default true).
+func (c *Config) PaceEnabled() bool { return c.Ingest.Pace == nil || *c.Ingest.Pace }
 
 // ProcessingBatchEnabled reports whether the workers group-commit their
 // claims and completions.
@@ -538,10 +550,15 @@ func (c *Config) validateIngest() error {
 		{&in.BatchWait, DefaultBatchWait, "ingest.batch_wait"},
 		{&in.QueueTimeout, DefaultQueueTimeout, "ingest.queue_timeout"},
 		{&in.BodyTimeout, DefaultBodyTimeout, "ingest.body_timeout"},
+		{&in.PaceLag, defaults.PaceLag, "ingest.pace_lag"},
+		{&in.PaceMaxDelay, defaults.PaceMaxDelay, "ingest.pace_max_delay"},
 	} {
 		if err := orDefault(d.d, d.def, d.path); err != nil {
 			return err
 		}
+	}
+	if in.PaceMaxDelay >= in.QueueTimeout {
+		return field("ingest.pace_max_delay", "must be shorter than ingest.queue_timeout (%s)", in.QueueTimeout.D())
 	}
 	if in.MaxPendingBytes == 0 {
 		in.MaxPendingBytes = max(DefaultMaxPendingBytes, 4*c.MaxBodyBytes)

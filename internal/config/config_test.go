@@ -68,6 +68,9 @@ func TestParseFull(t *testing.T) {
 	require.NotNil(t, id)
 	require.NotNil(t, typ)
 	require.True(t, c.BatchEnabled())
+	require.True(t, c.PaceEnabled(), "ingest paces itself to the workers by default")
+	require.Equal(t, 250*time.Millisecond, c.Ingest.PaceLag.D())
+	require.Equal(t, 20*time.Millisecond, c.Ingest.PaceMaxDelay.D())
 	require.Equal(t, int64(config.DefaultMaxPendingBytes), c.Ingest.MaxPendingBytes)
 	require.Empty(t, c.Tracing.OTLPEndpoint, "no exporter unless configured")
 	require.Equal(t, 1.0, *c.Tracing.SampleRatio)
@@ -111,6 +114,8 @@ func TestValidationNamesTheField(t *testing.T) {
 		"ingest.batch_wait":        "ingest: {batch_wait: -1ms}\n",
 		"ingest.queue_timeout":     "ingest: {queue_timeout: -1s}\n",
 		"ingest.body_timeout":      "ingest: {body_timeout: -1s}\n",
+		"ingest.pace_lag":          "ingest: {pace_lag: -1s}\n",
+		"ingest.pace_max_delay":    "ingest: {pace_max_delay: 3s}\n", // not shorter than queue_timeout
 		"shutdown_timeout":         "shutdown_timeout: -1s\n",
 		"retention.deliveries":     "retention: {deliveries: -1d}\n",
 		"metrics_on_admin":         "metrics_on_admin: true\n",
@@ -169,6 +174,7 @@ max_body_bytes: "${MB}"
 admin_token: ${TOK}
 ingest:
   batch: ${B}
+  pace: ${B}
 tracing:
   sample_ratio: ${R}
 sources:
@@ -178,6 +184,7 @@ sources:
 	require.EqualValues(t, 1234, c.MaxBodyBytes)
 	require.Equal(t, "007", c.AdminToken, "a string field keeps the text")
 	require.False(t, c.BatchEnabled())
+	require.False(t, c.PaceEnabled())
 	require.Equal(t, 0.5, *c.Tracing.SampleRatio)
 
 	_, err = config.Parse([]byte("database_url: x\nworkers: ${W:-many}\nsources:\n"+oneSource), env(nil))

@@ -24,6 +24,10 @@ const (
 	QueueTimeout    = 3 * time.Second
 	BodyTimeout     = 10 * time.Second
 	MaxPendingBytes = 256 << 20 // or 4 × MaxBodyBytes, if more
+	// Pacing (--role all): answers slow down, by at most PaceMaxDelay,
+	// while the workers' oldest ready event has waited more than PaceLag.
+	PaceLag      = 250 * time.Millisecond
+	PaceMaxDelay = 20 * time.Millisecond
 )
 
 // Sources and destinations.

@@ -36,6 +36,7 @@ type Metrics struct {
 	DestSeconds   *prometheus.HistogramVec // source
 	SlotWait      *prometheus.HistogramVec // source, destination: a forward's wait for a workers slot
 	Reconciled    *prometheus.CounterVec   // source
+	PaceDelay     prometheus.Gauge         // how long a delivery now waits before it is read (pacing)
 }
 
 // NewRegistry returns a registry with the Go runtime and process
@@ -106,6 +107,10 @@ func For(reg prometheus.Registerer) *Metrics {
 			Name: "hookline_reconciled_total",
 			Help: "Events a reconciliation run found in the provider's events API, never accepted by hookline, and stored.",
 		}, []string{"source"})),
+		PaceDelay: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hookline_ingest_pace_delay_seconds",
+			Help: "How long a delivery arriving now waits before it is read, while this process's workers are behind (ingest.pace, --role all); 0: not slowed.",
+		})),
 	}
 }
 
