@@ -151,6 +151,11 @@ func Check(cfg *config.Config, opts Options) error {
 			return config.Invalid(l.path, "%q: the port must be a number from 0 to 65535 (e.g. 0.0.0.0:8080)", l.addr)
 		}
 	}
+	if cfg.TLSCert != "" {
+		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return config.Invalid("tls_cert", "with tls_key: %v", err)
+		}
+	}
 	a := &App{Config: cfg, opts: opts}
 	for _, s := range cfg.Sources {
 		for _, d := range s.Destinations {

@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -34,9 +36,12 @@ import (
 // Defaults, from the one table (internal/defaults); docs/operations.md lists
 // them.
 const (
-	DefaultListen            = defaults.Listen
-	DefaultMaxBodyBytes      = defaults.MaxBodyBytes
-	DefaultWorkers           = defaults.Workers
+	DefaultListen       = defaults.Listen
+	DefaultMaxBodyBytes = defaults.MaxBodyBytes
+	DefaultWorkers      = defaults.Workers
+	// MaxWorkers bounds workers: River runs up to twice as many jobs on a
+	// destination's queue, and a queue takes at most 10,000.
+	MaxWorkers               = 5000
 	DefaultShutdownTimeout   = defaults.ShutdownTimeout
 	DefaultOnDuplicate       = defaults.OnDuplicate
 	DefaultLease             = defaults.Lease
@@ -409,12 +414,20 @@ func ParseLookup(raw []byte, lookup Lookup) (*Config, error) {
 	if err := yaml.Unmarshal(raw, &root); err != nil {
 		return nil, wrap(fmt.Errorf("config: %w", err))
 	}
+	docs := yaml.NewDecoder(bytes.NewReader(raw))
+	var first, second yaml.Node
+	if docs.Decode(&first) == nil && docs.Decode(&second) == nil {
+		return nil, wrap(fmt.Errorf("config: the file holds more than one YAML document (a --- line), and only the first would be read; keep one"))
+	}
 	if err := expand(&root, lookup); err != nil {
 		return nil, err
 	}
 	expanded, err := yaml.Marshal(&root)
 	if err != nil {
 		return nil, wrap(err)
+	}
+	if err := wholeNumbers(&root, reflect.TypeFor[Config](), ""); err != nil {
+		return nil, err
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(expanded))
 	dec.KnownFields(true)
@@ -485,6 +498,9 @@ func (c *Config) validateServer() error {
 	if c.Workers < 0 {
 		return field("workers", "must be positive")
 	}
+	if c.Workers > MaxWorkers {
+		return field("workers", "at most %d (River runs up to twice as many jobs per destination, and at most 10,000 per queue)", MaxWorkers)
+	}
 	if err := orDefault(&c.ShutdownTimeout, DefaultShutdownTimeout, "shutdown_timeout"); err != nil {
 		return err
 	}
@@ -493,6 +509,12 @@ func (c *Config) validateServer() error {
 	}
 	if c.Database.MaxConns == 0 {
 		c.Database.MaxConns = DefaultPoolSize
+	}
+	if c.Database.MaxConns < 0 {
+		return field("database.max_conns", "must be positive")
+	}
+	if _, port, _ := net.SplitHostPort(c.Listen); c.AdminListen == c.Listen && port != "0" { // port 0: two free ports
+		return field("admin_listen", "is the same address as listen; give the admin API an address of its own, or leave admin_listen empty to serve it on listen")
 	}
 	if err := orDefault(&c.Retention.Deliveries, DefaultDeliveryRetention, "retention.deliveries"); err != nil {
 		return err

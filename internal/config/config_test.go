@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"testing"
@@ -129,6 +130,17 @@ func TestValidationNamesTheField(t *testing.T) {
 	}
 }
 
+// A second YAML document would be ignored: refused instead.
+func TestOneYAMLDocument(t *testing.T) {
+	t.Parallel()
+	one := "database_url: x\nsources:\n" + oneSource
+	_, err := config.Parse([]byte("---\n"+one), env(nil))
+	require.NoError(t, err, "a leading --- is one document")
+	_, err = config.Parse([]byte(one+"---\nworkers: abc\n"), env(nil))
+	require.ErrorIs(t, err, config.ErrInvalid)
+	require.Contains(t, err.Error(), "more than one YAML document")
+}
+
 func TestUnknownFieldsAreErrors(t *testing.T) {
 	t.Parallel()
 	for _, src := range []string{
@@ -152,6 +164,10 @@ func TestTypeErrorsNameTheField(t *testing.T) {
 		"sources[1].destination.max_attempts: want a whole number, not text":                        "sources:\n" + oneSource + "  - name: b\n    provider: stripe\n    secrets: [s]\n    destination:\n      url: http://x\n      max_attempts: many\n",
 		"sources[0].destination.bogus: unknown field":                                               "sources:\n  - {name: a, provider: stripe, secrets: [s], destination: {url: 'http://x', bogus: 1}}\n",
 		"ingest.batch: want true or false, not a whole number":                                      "ingest: {batch: 3}\nsources:\n" + oneSource,
+		"workers: want a whole number, not a number with a fraction":                                "workers: 1.5\nsources:\n" + oneSource,
+		"max_body_bytes: want a whole number, not a number with a fraction":                         "max_body_bytes: 1.5\nsources:\n" + oneSource,
+		"database.max_conns: want a whole number, not a number with a fraction":                     "database: {max_conns: 2.5e0}\nsources:\n" + oneSource,
+		"sources[1].destination.max_attempts: want a whole number, not a number with a fraction":    "sources:\n" + oneSource + "  - name: b\n    provider: stripe\n    secrets: [s]\n    destination:\n      url: http://x\n      max_attempts: 2.7\n",
 		"sources: want a list, not a mapping":                                                       "sources: {a: 1}\n",
 		"sources[0].destinations[0].types: want a list, not text":                                   "sources:\n  - {name: a, provider: stripe, secrets: [s], destinations: [{name: d, url: 'http://x', types: 'invoice.*'}]}\n",
 		"sources[0].destinations[0].circuit: want a mapping (key: value lines), not a whole number": "sources:\n  - {name: a, provider: stripe, secrets: [s], destinations: [{name: d, url: 'http://x', circuit: 5}]}\n",
@@ -247,10 +263,11 @@ func TestExpand(t *testing.T) {
 		{`${A}}`, "a}"},
 		{`$`, "$"},
 	} {
-		src := fmt.Sprintf("database_url: x\nadmin_listen: %q\nsources:\n%s", tc.in, oneSource)
+		src := fmt.Sprintf("database_url: x\ntracing: {service_name: %q}\nsources:\n%s", tc.in, oneSource)
 		c, err := config.Parse([]byte(src), e)
 		require.NoError(t, err, tc.in)
-		require.Equal(t, tc.want, c.AdminListen, tc.in)
+		want := cmp.Or(tc.want, config.DefaultServiceName) // "" takes the default
+		require.Equal(t, want, c.Tracing.ServiceName, tc.in)
 	}
 }
 
@@ -266,7 +283,7 @@ func TestExpandSecretFields(t *testing.T) {
 		"empty default":      {"database_url: x\nadmin_token: ${NOPE:-}\n", "    secrets: [s]\n"},
 		"nested default":     {"database_url: x\nadmin_token: ${NOPE:-${TOK}}\n", "    secrets: [s]\n"},
 		"unused default var": {"database_url: x\nadmin_token: ${TOK:-${NOPE}}\n", "    secrets: [s]\n"},
-		"non-secret field":   {"database_url: x\nlisten: '${NOPE}'\nadmin_listen: '127.0.0.1:${NOPE}'\n", "    secrets: [s]\n    event_type: 'json:${NOPE}type'\n"},
+		"non-secret field":   {"database_url: x\ntracing: {service_name: 'hl${NOPE}'}\n", "    secrets: [s]\n    event_type: 'json:${NOPE}type'\n"},
 		"destination":        {"database_url: x\n", "    secrets: [s]\n    destination: {url: 'http://h/${A}', secret: '${SECRET}'}\n"},
 	}
 	for name, tc := range ok {
@@ -289,8 +306,8 @@ func TestExpandSecretFields(t *testing.T) {
 		{"sources[0].googleplay.audience", "AUD", "database_url: x\n", "    secrets: [s]\n    googleplay: {audience: 'https://${AUD}/webhooks/googleplay'}\n"},
 		// A value anchored in a plain field and aliased into a secret is
 		// checked where it is used.
-		{"sources[0].secrets[0]", "X", "database_url: x\nlisten: &l '${X}'\n", "    secrets: [*l]\n"},
-		{"sources[0].secrets[0]", "X", "database_url: x\nadmin_listen: &l ['${X}']\n", "    secrets: *l\n"},
+		{"sources[0].secrets[0]", "X", "database_url: x\ntracing: {service_name: &l '${X}'}\n", "    secrets: [*l]\n"},
+		{"sources[0].secrets[0]", "X", "database_url: x\ntracing: {service_name: &l ['${X}']}\n", "    secrets: *l\n"},
 	}
 	for _, tc := range bad {
 		_, err := config.Parse([]byte(src(tc.top, tc.source)), e)
@@ -436,8 +453,29 @@ func TestMetricsOnAdmin(t *testing.T) {
 	require.Equal(t, "metrics_on_admin: requires admin_listen (without it, /metrics is served on listen)", err.Error())
 
 	// admin_listen expanding to "" counts as unset.
-	_, err = config.Parse([]byte("database_url: x\nadmin_listen: '${ADMIN}'\nmetrics_on_admin: true\nsources:\n"+oneSource), env(nil))
+	_, err = config.Parse([]byte("database_url: x\nadmin_listen: '${ADMIN:-}'\nmetrics_on_admin: true\nsources:\n"+oneSource), env(nil))
 	require.Equal(t, "metrics_on_admin", fieldError(t, err).Path)
+}
+
+// An unset variable in listen or admin_listen is an error: "" would mean
+// the default, and admin_listen's default puts the admin API on the public
+// listener. The same address for both is refused too.
+func TestListenAddresses(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{"listen", "admin_listen"} {
+		_, err := config.Parse([]byte("database_url: x\n"+key+": '${ADDR}'\nsources:\n"+oneSource), env(nil))
+		require.Equal(t, key, fieldError(t, err).Path)
+		require.Contains(t, err.Error(), "ADDR")
+	}
+	c, err := config.Parse([]byte("database_url: x\nadmin_listen: '${ADDR}'\nsources:\n"+oneSource), env(map[string]string{"ADDR": "127.0.0.1:9090"}))
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9090", c.AdminListen)
+	_, err = config.Parse([]byte("database_url: x\nlisten: ':8080'\nadmin_listen: ':8080'\nsources:\n"+oneSource), env(nil))
+	require.Equal(t, "admin_listen", fieldError(t, err).Path)
+	for key, src := range map[string]string{"database.max_conns": "database: {max_conns: -3}\n", "workers": "workers: 99999999\n"} {
+		_, err = config.Parse([]byte("database_url: x\n"+src+"sources:\n"+oneSource), env(nil))
+		require.Equal(t, key, fieldError(t, err).Path)
+	}
 }
 
 func TestDestinationTimeoutWithinLease(t *testing.T) {

@@ -28,10 +28,11 @@ import (
 // in sensitive ones, while an empty NAME is a deliberate "".
 
 // sensitiveKey matches the YAML key names whose values hold a secret, token,
-// key, password or URL (an endpoint, an audience, a host). In such a field
-// a ${NAME} without a default whose variable is unset is an error rather
-// than "".
-var sensitiveKey = regexp.MustCompile(`secret|token|key|password|passwd|url|dsn|endpoint|audience|host`)
+// key, password or URL (an endpoint, an audience, a host), or an address to
+// listen on (empty would mean the default: admin_listen's is the public
+// listener). In such a field a ${NAME} without a default whose variable is
+// unset is an error rather than "".
+var sensitiveKey = regexp.MustCompile(`secret|token|key|password|passwd|url|dsn|endpoint|audience|host|listen`)
 
 func sensitive(key string) bool { return sensitiveKey.MatchString(strings.ToLower(key)) }
 
