@@ -287,10 +287,12 @@ func New(cfg Config) (*Server, error) {
 	// token, or a new one); logs name it.
 	e.Pre(dropOddRequestID)
 	e.Use(middleware.RequestID(), middleware.Recover(), s.webhookMethods)
-	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
-	e.GET("/readyz", s.readyz)
+	// Probes answer HEAD as GET (some uptime monitors probe with HEAD).
+	probe := func(path string, h echo.HandlerFunc) { e.Match([]string{http.MethodGet, http.MethodHead}, path, h) }
+	probe("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	probe("/readyz", s.readyz)
 	if !cfg.NoMetricsRoute {
-		e.GET("/metrics", s.MetricsHandler())
+		probe("/metrics", s.MetricsHandler())
 	}
 	if cfg.IngestRoutes {
 		e.POST("/webhooks/:source", s.receive)
@@ -757,7 +759,7 @@ func resolve(src *Source, pr *providers.Request, d *Delivery) error {
 	}
 	ev, err := resolveOne(src, pr)
 	if errors.Is(err, providers.ErrNoEventID) {
-		return fmt.Errorf("%w (event id %s)", err, resolverName(src.EventIDName))
+		return fmt.Errorf("%w (event id from %s)", err, resolverName(src.EventIDName))
 	}
 	if err != nil {
 		return err

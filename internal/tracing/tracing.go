@@ -15,6 +15,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -42,13 +43,23 @@ type Provider struct {
 // ScopeName is the instrumentation scope of hookline's spans.
 const ScopeName = "github.com/hookline/hookline"
 
+// TracesURL is where spans go for a collector endpoint: its base URL with
+// /v1/traces added, or the endpoint as given when it already ends so.
+func TracesURL(endpoint string) string {
+	base := strings.TrimRight(endpoint, "/")
+	if strings.HasSuffix(base, "/v1/traces") {
+		return base
+	}
+	return base + "/v1/traces"
+}
+
 // New builds the provider: with an endpoint, spans are batched and sent
 // over OTLP/HTTP, sampled by SampleRatio (a continued trace follows its
 // parent's decision); without one, nothing is exported (idsOnly).
 func New(cfg Config) (*Provider, error) {
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithSampler(idsOnly)}
 	if cfg.Endpoint != "" {
-		exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(cfg.Endpoint+"/v1/traces"))
+		exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(TracesURL(cfg.Endpoint)))
 		if err != nil {
 			return nil, err
 		}

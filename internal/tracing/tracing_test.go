@@ -104,3 +104,20 @@ func ExampleTraceID() {
 	fmt.Println(tracing.TraceID("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
 	// Output: 4bf92f3577b34da6a3ce929d0e0e4736
 }
+
+// tracing.otlp_endpoint is the collector's base URL; the full traces URL,
+// as many collectors' documentation gives it, is taken as it is.
+func TestTracesURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://otel:4318":                 "http://otel:4318/v1/traces",
+		"http://otel:4318/":                "http://otel:4318/v1/traces",
+		"https://otel.example/prefix":      "https://otel.example/prefix/v1/traces",
+		"http://otel:4318/v1/traces":       "http://otel:4318/v1/traces",
+		"http://otel:4318/v1/traces/":      "http://otel:4318/v1/traces",
+		"https://otel.example/x/v1/traces": "https://otel.example/x/v1/traces",
+	} {
+		if got := tracing.TracesURL(in); got != want {
+			t.Errorf("TracesURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
