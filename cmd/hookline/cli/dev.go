@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -39,7 +39,7 @@ Run hookline on a local Postgres (under ./.hookline, or $DATABASE_URL, or a
 Docker container) with a demo source, and print a ready send line.
 `
 
-func cmdDev(args []string, stdout, stderr io.Writer) error {
+func (c *command) dev(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on")
 	otlp := fs.String("otlp-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"),
@@ -91,7 +91,7 @@ tracing: {otlp_endpoint: %q}
 		return err
 	}
 	setMemoryLimit(cfg)
-	a, err := app.New(ctx, cfg, app.Options{Role: app.RoleAll, Logger: log, Mount: func(s *ingest.Server) {
+	a, err := app.New(ctx, cfg, app.Options{Role: app.RoleAll, Logger: log, Handlers: c.handlers, Mount: func(s *ingest.Server) {
 		s.Echo().POST("/dev/sink/:source", func(c echo.Context) error {
 			r := c.Request()
 			log.Info("demo sink received an event", "source", c.Param("source"),

@@ -1,4 +1,4 @@
-package main_test
+package cli_test
 
 import (
 	"bytes"
@@ -265,6 +265,10 @@ func TestRoleWorkerServesNoIngest(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		resp, err = http.Head("http://" + addr + path) // uptime monitors probe with HEAD
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "HEAD "+path)
 	}
 	code, _ := stripeDelivery(t, addr, "evt_worker")
 	require.Equal(t, http.StatusNotFound, code)

@@ -1,4 +1,4 @@
-package main_test
+package cli_test
 
 import (
 	"os"
@@ -20,7 +20,7 @@ func TestREADMEProviderTable(t *testing.T) {
 	idAt, signedAt, tolAt := strings.Index(header, "DEFAULT EVENT ID"), strings.Index(header, "ID SIGNED"), strings.Index(header, "TOLERANCE")
 	require.True(t, idAt > 0 && signedAt > idAt && tolAt > signedAt, "header: %q", header)
 
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile("../../../README.md")
 	require.NoError(t, err)
 	rows := map[string][]string{}
 	for _, line := range strings.Split(string(raw), "\n") {

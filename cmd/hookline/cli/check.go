@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookline/hookline/internal/app"
 	"github.com/hookline/hookline/internal/config"
+	"github.com/hookline/hookline/jobs"
 	"github.com/hookline/hookline/migrations"
 	"github.com/hookline/hookline/providers"
 	"github.com/hookline/hookline/providers/hmacspec"
@@ -25,7 +26,7 @@ print what it configures; with --db, also that Postgres is reachable and
 migrated (else exit 2 naming database_url).
 `
 
-func cmdCheck(args []string, stdout, stderr io.Writer) error {
+func (c *command) check(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	cfgPath := fs.String("config", "", "config file (default $HOOKLINE_CONFIG, then ./hookline.yaml)")
 	db := fs.Bool("db", false, "also check that Postgres is reachable and migrated")
@@ -38,7 +39,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	// What serve would refuse too: this binary registers no Go handlers.
-	if err := app.Check(cfg, app.Options{}); err != nil {
+	if err := app.Check(cfg, app.Options{Handlers: c.handlers}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", path)
@@ -51,7 +52,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		for _, d := range s.Destinations {
 			switch {
 			case d.URL != "":
-				dests = append(dests, d.Name+"="+d.URL)
+				dests = append(dests, d.Name+"="+jobs.RedactURL(d.URL))
 			case d.Handler != "":
 				dests = append(dests, d.Name+"=handler:"+d.Handler)
 			default:

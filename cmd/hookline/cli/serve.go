@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -23,7 +23,7 @@ migrations are applied first unless --no-migrate. SIGTERM or SIGINT drains
 within shutdown_timeout and exits 0.
 `
 
-func cmdServe(args []string, stdout, stderr io.Writer) error {
+func (c *command) serve(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfgPath := fs.String("config", "", "config file (default $HOOKLINE_CONFIG, then ./hookline.yaml)")
 	role := fs.String("role", "all", "what to run: all, ingest or worker")
@@ -45,7 +45,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a, err := app.New(ctx, cfg, app.Options{Role: r, NoMigrate: *noMigrate, Logger: log})
+	a, err := app.New(ctx, cfg, app.Options{Role: r, NoMigrate: *noMigrate, Logger: log, Handlers: c.handlers})
 	if err != nil {
 		if ctx.Err() != nil {
 			// SIGTERM/SIGINT while starting (waiting for the migration lock,
