@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode"
 	"unsafe"
@@ -52,11 +53,19 @@ func ParseKeyResolver(spec string) (KeyResolver, error) {
 }
 
 // Blank reports whether s is empty or holds nothing visible: only Unicode
-// white space (U+00A0, U+2003, U+3000 included) and format characters such
-// as U+200B ZERO WIDTH SPACE, U+2060 WORD JOINER or U+FEFF. An event id,
-// type or id part that is blank is no id.
+// white space (U+00A0, U+2003, U+3000 included), format characters such
+// as U+200B ZERO WIDTH SPACE, U+2060 WORD JOINER or U+FEFF, the other
+// default-ignorable characters (the Hangul fillers U+3164 and U+FFA0,
+// U+034F COMBINING GRAPHEME JOINER, the variation selectors) and U+2800
+// BRAILLE PATTERN BLANK. An event id, type or id part that is blank is no
+// id.
 func Blank(s string) bool {
-	return strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }) == ""
+	return strings.TrimFunc(s, invisible) == ""
+}
+
+func invisible(r rune) bool {
+	return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) ||
+		unicode.Is(unicode.Variation_Selector, r) || r == '\u2800'
 }
 
 // JSONPath turns a dot path as configuration writes it (object keys
@@ -82,14 +91,71 @@ func JSONString(body []byte, path string) (string, error) {
 	return jsonValue(gjson.GetBytes(body, path)), nil
 }
 
+// jsonValue is v as JSONString returns it. A string holding an escaped
+// lone UTF-16 surrogate ("\ud800" without its pair) names no Unicode text:
+// decoded, every such string would read as U+FFFD, and different ids
+// would be one. It is returned as invalidUTF8 and its escaped JSON text,
+// which ingest refuses as an id or type (not valid UTF-8) and digests as
+// an ordering key, and which differs wherever the JSON text differs.
 func jsonValue(v gjson.Result) string {
 	switch v.Type {
 	case gjson.String:
+		if len(v.Raw) >= 2 && hasLoneSurrogate(v.Raw) {
+			return invalidUTF8 + v.Raw[1:len(v.Raw)-1]
+		}
 		return v.Str
 	case gjson.Null:
 		return ""
 	}
 	return v.Raw
+}
+
+// invalidUTF8 marks a JSON string that holds no Unicode text (jsonValue).
+const invalidUTF8 = "\xff"
+
+// hasLoneSurrogate reports whether raw JSON string text escapes a UTF-16
+// surrogate that is not half of a high-low pair.
+func hasLoneSurrogate(raw string) bool {
+	for i := 0; ; {
+		j := strings.IndexByte(raw[i:], '\\')
+		if j < 0 {
+			return false
+		}
+		i += j
+		if i+1 >= len(raw) {
+			return false
+		}
+		if raw[i+1] != 'u' { // another escape, an escaped backslash among them
+			i += 2
+			continue
+		}
+		r, ok := hex4(raw, i+2)
+		switch {
+		case !ok:
+			return false // not valid JSON, which the parser checked
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true
+		case r >= 0xD800 && r <= 0xDBFF:
+			if i+12 > len(raw) || raw[i+6] != '\\' || raw[i+7] != 'u' {
+				return true
+			}
+			if lo, ok := hex4(raw, i+8); !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return true
+			}
+			i += 12
+		default:
+			i += 6
+		}
+	}
+}
+
+// hex4 reads the four hex digits of a \u escape at s[at:].
+func hex4(s string, at int) (uint64, bool) {
+	if at+4 > len(s) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s[at:at+4], 16, 16)
+	return v, err == nil
 }
 
 // JSONFields reads several paths from a JSON body, as JSONString reads one.

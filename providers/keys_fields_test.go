@@ -1,7 +1,9 @@
 package providers
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
@@ -87,5 +89,27 @@ func TestJSONResolverPathIsLiteral(t *testing.T) {
 		got, err := resolve(&Request{Body: body})
 		require.NoError(t, err)
 		require.Equal(t, want, got, path)
+	}
+}
+
+// Escaped lone UTF-16 surrogates would all decode to U+FFFD, making
+// different ids one: such a string is read as text that is not valid UTF-8
+// (ingest refuses it as an id), different for different JSON text. Paired
+// surrogates decode as usual.
+func TestJSONStringKeepsLoneSurrogatesApart(t *testing.T) {
+	seen := map[string]string{}
+	for _, body := range []string{`{"id":"a\udc00"}`, `{"id":"a\ud801"}`, `{"id":"a\ufffd"}`, `{"id":"a\ud801x"}`, `{"id":"a\\ud801"}`, `{"id":"a\ud801\u0041"}`} {
+		id, err := JSONString([]byte(body), "id")
+		require.NoError(t, err)
+		require.NotContains(t, seen, id, "%s reads as the same id as %s", body, seen[id])
+		seen[id] = body
+		require.Equal(t, strings.Contains(body, `"a\u`) && !strings.Contains(body, "fffd"), !utf8.ValidString(id), body)
+	}
+	id, err := JSONString([]byte(`{"id":"\ud83d\ude00 ok"}`), "id")
+	require.NoError(t, err)
+	require.Equal(t, "😀 ok", id)
+	for raw, lone := range map[string]bool{`"\ud800"`: true, `"\udfff"`: true, `"\ud800\u0041"`: true, `"x\ud83d\ude00"`: false,
+		`"\\ud800"`: false, `"\u00e9\n"`: false, `"\ud800\ud800"`: true, `"\ud800\`: true} {
+		require.Equal(t, lone, hasLoneSurrogate(raw), raw)
 	}
 }

@@ -124,7 +124,7 @@ func TestBlankEventIDsAreRefused(t *testing.T) {
 	// Nothing visible: white space, and format characters Unicode does not
 	// count as white space (zero width space, word joiner, BOM, Mongolian
 	// vowel separator).
-	for _, id := range []string{"", "   ", "\t", " \u00a0 ", "\u2003\n", "\u200b", "\ufeff", "\u2060", "\u180e", "\u200b\u3000\u200d"} {
+	for _, id := range []string{"", "   ", "\t", " \u00a0 ", "\u2003\n", "\u200b", "\ufeff", "\u2060", "\u180e", "\u200b\u3000\u200d", "\u3164", "\u2800", "\uffa0\u034f", "\ufe0f"} {
 		body, _ := json.Marshal(map[string]any{"id": id, "object": "event", "type": "charge.succeeded", "created": 1764504000})
 		a := postRaw(t, ip.url(0)+"/webhooks/s", body, "Content-Type", "application/json", "Stripe-Signature", stripeSig(body, stripeSecret))
 		require.Equal(t, http.StatusBadRequest, a.Status, "id %q: %s", id, a.Body)

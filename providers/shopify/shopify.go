@@ -5,7 +5,10 @@
 //
 // The event id is X-Shopify-Event-Id (the same for every subscription to an
 // event, unlike X-Shopify-Webhook-Id which names one delivery), the type
-// X-Shopify-Topic and the time X-Shopify-Triggered-At. The headers are not
+// X-Shopify-Topic and the time X-Shopify-Triggered-At; an Events delivery,
+// which names them without the X- (Shopify-Event-Id, Shopify-Topic,
+// Shopify-Triggered-At), is read from those when the X- header is absent.
+// The headers are not
 // signed, so the adapter is a providers.ContentKeyer: a captured delivery
 // replayed under a fresh X-Shopify-Event-Id has the same content key, the
 // digest of its body, and is a duplicate of the original.
@@ -24,13 +27,17 @@ const Name = "shopify"
 
 // Headers read by the adapter.
 const (
-	HeaderHMAC         = "X-Shopify-Hmac-Sha256"
-	HeaderHMACEvents   = "Shopify-Hmac-Sha256" // read when HeaderHMAC is absent
-	HeaderEventID      = "X-Shopify-Event-Id"
-	HeaderTopic        = "X-Shopify-Topic"
-	HeaderTriggeredAt  = "X-Shopify-Triggered-At"
-	HeaderWebhookID    = "X-Shopify-Webhook-Id" // one delivery; not the dedup key
-	defaultEventIDSpec = "header:" + HeaderEventID
+	HeaderHMAC        = "X-Shopify-Hmac-Sha256"
+	HeaderHMACEvents  = "Shopify-Hmac-Sha256" // read when HeaderHMAC is absent
+	HeaderEventID     = "X-Shopify-Event-Id"
+	HeaderTopic       = "X-Shopify-Topic"
+	HeaderTriggeredAt = "X-Shopify-Triggered-At"
+	HeaderWebhookID   = "X-Shopify-Webhook-Id" // one delivery; not the dedup key
+	// An Events delivery's names, read when the X- header is absent.
+	HeaderEventIDEvents     = "Shopify-Event-Id"
+	HeaderTopicEvents       = "Shopify-Topic"
+	HeaderTriggeredAtEvents = "Shopify-Triggered-At"
+	defaultEventIDSpec      = "header:" + HeaderEventID
 )
 
 func init() {
@@ -82,17 +89,26 @@ func (v *Verifier) Verify(r *providers.Request) error {
 }
 
 // Resolve implements providers.Resolver from the headers only: the body is not
-// read. An unparseable X-Shopify-Triggered-At leaves the time zero.
+// read. Each header is read under its Events name when its X- name is
+// absent. An unparseable triggered-at time leaves the time zero.
 func (v *Verifier) Resolve(r *providers.Request) (providers.Event, error) {
-	id := strings.TrimSpace(r.Header.Get(HeaderEventID))
+	id := header(r, HeaderEventID, HeaderEventIDEvents)
 	if id == "" {
-		return providers.Event{}, fmt.Errorf("%w: %s header is empty", providers.ErrNoEventID, HeaderEventID)
+		return providers.Event{}, fmt.Errorf("%w: %s header is empty (and so is %s)", providers.ErrNoEventID, HeaderEventID, HeaderEventIDEvents)
 	}
-	ev := providers.Event{ID: id, Type: strings.TrimSpace(r.Header.Get(HeaderTopic))}
-	if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(r.Header.Get(HeaderTriggeredAt))); err == nil {
+	ev := providers.Event{ID: id, Type: header(r, HeaderTopic, HeaderTopicEvents)}
+	if t, err := time.Parse(time.RFC3339Nano, header(r, HeaderTriggeredAt, HeaderTriggeredAtEvents)); err == nil {
 		ev.Time = t
 	}
 	return ev, nil
+}
+
+// header is name's value, or eventsName's when name is absent, trimmed.
+func header(r *providers.Request, name, eventsName string) string {
+	if vs := r.Header.Values(name); len(vs) > 0 {
+		return strings.TrimSpace(vs[0])
+	}
+	return strings.TrimSpace(r.Header.Get(eventsName))
 }
 
 // Sign implements providers.Signer with the first secret (X-Shopify-Hmac-Sha256).

@@ -1,6 +1,7 @@
 package shopify_test
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -130,6 +131,28 @@ func TestResolve(t *testing.T) {
 	ev, err = v.Resolve(req)
 	require.NoError(t, err)
 	require.True(t, ev.Time.IsZero())
+
+	// An Events delivery (headers as in Shopify's shopify-app-js webhook
+	// tests: shopify-event-id, shopify-topic, shopify-triggered-at, no
+	// X-Shopify-Event-Id) is read from those names.
+	events := &providers.Request{Body: []byte(`{"some":"data"}`), Header: http.Header{}}
+	events.Header.Set("shopify-event-id", "evt-123")
+	events.Header.Set("shopify-topic", "Product")
+	events.Header.Set("shopify-triggered-at", "2023-10-16T15:45:22.437Z")
+	events.Header.Set("X-Shopify-Webhook-Id", "evt-123")
+	ev, err = v.Resolve(events)
+	require.NoError(t, err)
+	require.Equal(t, "evt-123", ev.ID)
+	require.Equal(t, "Product", ev.Type)
+	require.True(t, ev.Time.Equal(time.Date(2023, 10, 16, 15, 45, 22, 437000000, time.UTC)))
+	// The X- names win when both are there.
+	events.Header.Set(shopify.HeaderEventID, "evt-x")
+	ev, err = v.Resolve(events)
+	require.NoError(t, err)
+	require.Equal(t, "evt-x", ev.ID)
+	_, err = v.Resolve(&providers.Request{Body: []byte(`{}`), Header: http.Header{}})
+	require.ErrorIs(t, err, providers.ErrNoEventID)
+	require.ErrorContains(t, err, "Shopify-Event-Id")
 
 	d := v.Describe()
 	require.Equal(t, "header:X-Shopify-Event-Id", d.DefaultEventID)
