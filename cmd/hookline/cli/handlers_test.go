@@ -57,3 +57,22 @@ sources:
 	require.Equal(t, 2, code, errb.String())
 	require.Contains(t, errb.String(), "tls_cert: with tls_key: open /nonexistent/cert.pem")
 }
+
+// send --file sends the file as it is: an --event-id it could not apply
+// (the source reads the id from the body) is refused, not ignored.
+func TestSendFileRefusesAnEventIDItCannotApply(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "hookline.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(`listen: 127.0.0.1:1
+database_url: postgres://hookline@127.0.0.1:1/hookline
+sources:
+  - {name: s, provider: stripe, secrets: [whsec_x], destination: {url: "http://127.0.0.1:1/x"}}
+`), 0o600))
+	body := filepath.Join(dir, "event.json")
+	require.NoError(t, os.WriteFile(body, []byte(`{"id":"evt_in_file","type":"charge.succeeded"}`), 0o600))
+	var out, errb bytes.Buffer
+	code := (&command{}).run([]string{"send", "--config", cfg, "--source", "s", "--file", body, "--event-id", "evt_other"}, &out, &errb)
+	require.Equal(t, 2, code, errb.String())
+	require.Contains(t, errb.String(), "--event-id cannot apply to --file")
+}

@@ -91,6 +91,7 @@ func cmdSend(args []string, stdout, stderr io.Writer) error {
 	// A given id always yields the same body (body-hash ids stay stable, a
 	// second send is a duplicate); without one, a fresh event happens now.
 	at := sampleEpoch
+	givenID := *eventID != ""
 	if *eventID == "" {
 		*eventID = fmt.Sprintf("evt_%d", time.Now().UnixNano())
 		at = time.Now().UTC().Truncate(time.Second)
@@ -122,10 +123,15 @@ func cmdSend(args []string, stdout, stderr io.Writer) error {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		}
 		// The file is sent as it is; only header resolvers can carry the id.
+		applied := false
 		if h, ok := strings.CutPrefix(src.EventID, "header:"); ok {
 			req.Header.Set(h, *eventID)
+			applied = true
 		} else if src.EventID == "" {
-			setDefaultHeader(src, req, *eventID)
+			applied = setDefaultHeader(src, req, *eventID)
+		}
+		if givenID && !applied {
+			return &exitError{2, fmt.Errorf("send: --event-id cannot apply to --file: the source's event id is read from the body, which is sent as it is; edit the file's id instead")}
 		}
 	} else {
 		req, err = buildSample(src, *eventID, *typ, at)
@@ -251,14 +257,16 @@ func buildSample(src *config.Source, id, typ string, at time.Time) (*providers.R
 }
 
 // setDefaultHeader puts id in the header the adapter's default resolver names.
-func setDefaultHeader(src *config.Source, req *providers.Request, id string) {
+func setDefaultHeader(src *config.Source, req *providers.Request, id string) bool {
 	ds, ok := src.Adapter().(providers.Describer)
 	if !ok {
-		return
+		return false
 	}
 	if h, ok := strings.CutPrefix(ds.Describe().DefaultEventID, "header:"); ok && !strings.ContainsAny(h, ":{}, ") {
 		req.Header.Set(h, id)
+		return true
 	}
+	return false
 }
 
 // applyResolver makes the key resolver spec yield value on req.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/hookline/hookline/internal/app"
@@ -101,12 +102,18 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) error {
 		return parseFlags(fs, []string{"-h"}, stdout, migrateUsage) // the help, exit 0
 	case "up", "down", "status":
 	default:
+		if strings.HasPrefix(dir, "-") {
+			return &exitError{2, fmt.Errorf("migrate: the direction comes first, then the flags: hookline migrate up|down|status [--config FILE] [--all]")}
+		}
 		return &exitError{2, fmt.Errorf("migrate: unknown direction %q (want up, down or status)", dir)}
 	}
 	// After the direction, only flags: `migrate down oops --config prod.yaml`
 	// is refused rather than run against the default config.
 	if err := parseFlags(fs, args[1:], stdout, migrateUsage); err != nil {
 		return err
+	}
+	if *all && dir != "down" {
+		return &exitError{2, fmt.Errorf("migrate %s: --all applies only to migrate down", dir)}
 	}
 	cfg, err := config.Load(configPath(*cfgPath))
 	if err != nil {

@@ -50,6 +50,8 @@ func TestStrayArgumentsRefused(t *testing.T) {
 		{[]string{"migrate", "status", "x", "--config", "other.yaml"}, `migrate status: unexpected argument "x" (migrate status takes only flags; hookline migrate status -h lists them)`},
 		{[]string{"migrate", "down", "oops", "--config", "other.yaml"}, `migrate down: unexpected argument "oops"`},
 		{[]string{"migrate", "up", "--config", "other.yaml", "now"}, `migrate up: unexpected argument "now"`},
+		{[]string{"migrate", "--config", "other.yaml", "up"}, `migrate: the direction comes first, then the flags: hookline migrate up|down|status [--config FILE] [--all]`},
+		{[]string{"migrate", "up", "--all", "--config", "other.yaml"}, `migrate up: --all applies only to migrate down`},
 		{[]string{"serve", "prod.yaml"}, `serve: unexpected argument "prod.yaml" (serve takes no arguments; to use that file as the config: hookline serve --config prod.yaml)`},
 		{[]string{"serve", "worker", "--role", "worker"}, `serve: unexpected argument "worker" (serve takes only flags; hookline serve -h lists them)`},
 		{[]string{"dev", "x"}, `dev: unexpected argument "x" (dev takes only flags; hookline dev -h lists them)`},
