@@ -18,6 +18,21 @@ import (
 // the counterpart of CMDx key resolvers and sidekiq's lock_args_method.
 type KeyResolver func(r *Request) (string, error)
 
+// ValidHeaderName reports whether name is an HTTP header field name (an RFC
+// 9110 token): a name with a space or a colon could never match a header.
+func ValidHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // ParseKeyResolver parses the resolver notation used in configuration:
 //
 //	header:NAME     the value of request header NAME
@@ -34,6 +49,9 @@ func ParseKeyResolver(spec string) (KeyResolver, error) {
 	}
 	switch kind {
 	case "header":
+		if !ValidHeaderName(arg) {
+			return nil, fmt.Errorf("%q: %q is not a header name (letters, digits and !#$%%&'*+-.^_`|~, no spaces), so it could never match", spec, arg)
+		}
 		return func(r *Request) (string, error) { return strings.TrimSpace(r.Header.Get(arg)), nil }, nil
 	case "json":
 		path := JSONPath(arg)

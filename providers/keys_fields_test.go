@@ -113,3 +113,16 @@ func TestJSONStringKeepsLoneSurrogatesApart(t *testing.T) {
 		require.Equal(t, lone, hasLoneSurrogate(raw), raw)
 	}
 }
+
+// A header resolver or setting whose name is no header name could never
+// match: refused when the configuration is read.
+func TestHeaderNamesAreTokens(t *testing.T) {
+	for _, bad := range []string{"header:Bad Header", "header:X-Id:", "header:X\tId", "header:Ünï"} {
+		_, err := ParseKeyResolver(bad)
+		require.ErrorContains(t, err, "is not a header name", bad)
+	}
+	for _, good := range []string{"header:X-Acme-Delivery", "header:x_id", "header:X.Id~1"} {
+		_, err := ParseKeyResolver(good)
+		require.NoError(t, err, good)
+	}
+}

@@ -100,6 +100,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		"sources[0].destination.timeout":      "  - {name: a, provider: stripe, secrets: [s], destination: {url: 'http://x', timeout: 5m}}",
 		"sources[0].destination.backoff.min":  "  - {name: a, provider: stripe, secrets: [s], destination: {url: 'http://x', backoff: {min: -1s}}}",
 		"sources[0].dedup_window":             "  - {name: a, provider: stripe, secrets: [s], dedup_window: 5xd}",
+		"hmac.header":                         "  - {name: a, provider: hmac, secrets: [s], event_id: 'json:id', hmac: {header: 'X Sig'}}",
 	}
 	for want, src := range cases {
 		_, err := config.Parse([]byte(base+src), env(nil))
@@ -128,6 +129,14 @@ func TestValidationNamesTheField(t *testing.T) {
 		require.True(t, errors.Is(err, config.ErrInvalid), want)
 		require.Contains(t, err.Error(), want, "error %q should name %s", err, want)
 	}
+}
+
+// A header name with a space could never match: refused, naming the field.
+func TestHeaderResolverNamesAHeader(t *testing.T) {
+	t.Parallel()
+	_, err := config.Parse([]byte("database_url: x\nsources:\n  - {name: a, provider: stripe, secrets: [s], event_id: 'header:Bad Header'}\n"), env(nil))
+	require.Equal(t, "sources[0].event_id", fieldError(t, err).Path)
+	require.Contains(t, err.Error(), "is not a header name")
 }
 
 // A second YAML document would be ignored: refused instead.
