@@ -3,9 +3,9 @@
 //
 // A Rule names a webhook URL and the kinds it wants:
 //
-//   - dead: events of a (source, destination) went to the dead set because
-//     their attempts ran out (dead items with reason "failed", never
-//     "duplicate"). count is the number of such items that died since the
+//   - dead: events of a (source, destination) went to the dead set with
+//     reason "failed" (their attempts ran out, or no running instance
+//     configures the destination any more; never "duplicate"). count is the number of such items that died since the
 //     previous dead alert of that key, or since alerting started.
 //   - circuit_open: a destination's circuit breaker opened. One alert per
 //     opening (opened_at newer than the key's previous alert) while the
@@ -17,7 +17,7 @@
 //
 // Every alert is one POST of a JSON object:
 //
-//	{"text": "hookline: 3 events of stripe → billing went to the dead set (attempts ran out)",
+//	{"text": "hookline: 3 events of stripe → billing went to the dead set (reason failed)",
 //	 "kind": "dead", "source": "stripe", "destination": "billing", "count": 3,
 //	 "at": "2024-05-01T12:00:00Z"}
 //

@@ -241,7 +241,7 @@ func checkAt(t *testing.T, at string) {
 	}
 }
 
-const deadText3 = "hookline: 3 events of stripe → billing went to the dead set (attempts ran out)"
+const deadText3 = "hookline: 3 events of stripe → billing went to the dead set (reason failed)"
 
 func TestDeadFailedAlertsOnce(t *testing.T) {
 	f := newFixture(t)
@@ -293,7 +293,7 @@ func TestDeadThrottledThenCountsNewOnes(t *testing.T) {
 
 	f.travel(4 * time.Minute)
 	f.scan(a)
-	got := f.expect("hookline: 2 events of stripe → billing went to the dead set (attempts ran out)")
+	got := f.expect("hookline: 2 events of stripe → billing went to the dead set (reason failed)")
 	if got[0].Count != 2 {
 		t.Fatalf("count %d, want 2", got[0].Count)
 	}
@@ -316,7 +316,7 @@ func TestDeadHistoryNotAlerted(t *testing.T) {
 	f.die("stripe", "billing", "failed", 1)
 	f.travel(10 * time.Second)
 	f.scan(a)
-	f.expect("hookline: 1 event of stripe → billing went to the dead set (attempts ran out)")
+	f.expect("hookline: 1 event of stripe → billing went to the dead set (reason failed)")
 }
 
 func TestDeadKeysAreSeparate(t *testing.T) {
@@ -329,8 +329,8 @@ func TestDeadKeysAreSeparate(t *testing.T) {
 	f.travel(10 * time.Second)
 	f.scan(a)
 	f.expect(deadText3,
-		"hookline: 1 event of stripe → ledger went to the dead set (attempts ran out)",
-		"hookline: 2 events of github → billing went to the dead set (attempts ran out)")
+		"hookline: 1 event of stripe → ledger went to the dead set (reason failed)",
+		"hookline: 2 events of github → billing went to the dead set (reason failed)")
 }
 
 func TestCircuitOpenOncePerOpeningAndInterval(t *testing.T) {
@@ -457,7 +457,7 @@ func TestFailingEndpointRetriedByNextScan(t *testing.T) {
 
 	f.recv.mode.Store(answerOK)
 	f.scan(a)
-	f.expect("hookline: 2 events of stripe → billing went to the dead set (attempts ran out)",
+	f.expect("hookline: 2 events of stripe → billing went to the dead set (reason failed)",
 		"hookline: the circuit of stripe → billing opened after 5 failures in a row")
 
 	// A failure after an earlier alert restores that alert's cursor.
@@ -468,7 +468,7 @@ func TestFailingEndpointRetriedByNextScan(t *testing.T) {
 	f.scan(a)
 	f.recv.mode.Store(answerOK)
 	f.scan(a)
-	f.expect("hookline: 1 event of stripe → billing went to the dead set (attempts ran out)")
+	f.expect("hookline: 1 event of stripe → billing went to the dead set (reason failed)")
 }
 
 func TestHangingEndpointBounded(t *testing.T) {

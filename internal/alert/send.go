@@ -57,7 +57,7 @@ func (a *Alerter) send(ctx context.Context, u string, msg *message) error {
 // Texts. Each is one line; slackEscape is applied last.
 
 func deadText(k key, n int64) string {
-	return slackEscape(fmt.Sprintf("hookline: %s of %s → %s went to the dead set (attempts ran out)",
+	return slackEscape(fmt.Sprintf("hookline: %s of %s → %s went to the dead set (reason failed)",
 		plural(n, "event"), k.source, k.destination))
 }
 
