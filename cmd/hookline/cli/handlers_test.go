@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookline/hookline/internal/pgtest"
 	"github.com/hookline/hookline/jobs"
 )
 
@@ -75,4 +76,23 @@ sources:
 	code := (&command{}).run([]string{"send", "--config", cfg, "--source", "s", "--file", body, "--event-id", "evt_other"}, &out, &errb)
 	require.Equal(t, 2, code, errb.String())
 	require.Contains(t, errb.String(), "--event-id cannot apply to --file")
+}
+
+// migrate reads only the database settings: a migration step whose
+// environment holds no source secret runs.
+func TestMigrateNeedsNoSourceSecrets(t *testing.T) {
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "hookline.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(`database_url: "`+pgtest.NewURL(t)+`"
+sources:
+  - {name: s, provider: stripe, secrets: ["${HOOKLINE_TEST_NEVER_SET_SECRET}"]}
+`), 0o600))
+	var out, errb bytes.Buffer
+	code := (&command{}).run([]string{"check", "--config", cfg}, &out, &errb)
+	require.Equal(t, 2, code, "the whole configuration needs the secret")
+	out.Reset()
+	errb.Reset()
+	code = (&command{}).run([]string{"migrate", "status", "--config", cfg}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, out.String(), "applied")
 }

@@ -115,7 +115,8 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) error {
 	if *all && dir != "down" {
 		return &exitError{2, fmt.Errorf("migrate %s: --all applies only to migrate down", dir)}
 	}
-	cfg, err := config.Load(configPath(*cfgPath))
+	// Only the database settings: a migration step needs no source secrets.
+	cfg, err := config.LoadDatabase(configPath(*cfgPath))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,59 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"gopkg.in/yaml.v3"
+)
+
+// LoadDatabase reads only what connecting to Postgres needs from the file
+// at path: database_url and database.max_conns, ${VAR} expanded. The rest
+// of the file is neither expanded nor validated, so a migration step given
+// database credentials alone (no source secrets in its environment) can
+// run `hookline migrate`. Errors wrap ErrInvalid and name the field; an
+// empty database_url is the caller's to refuse (app.NewPool does).
+func LoadDatabase(path string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, wrap(fmt.Errorf("read config: %w", err))
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(raw, &root); err != nil {
+		return nil, wrap(fmt.Errorf("config: %w", err))
+	}
+	// Keep the two top-level keys, drop the rest.
+	kept := &yaml.Node{Kind: yaml.MappingNode}
+	if len(root.Content) == 1 && root.Content[0].Kind == yaml.MappingNode {
+		top := root.Content[0]
+		for i := 0; i+1 < len(top.Content); i += 2 {
+			if k := top.Content[i].Value; k == "database_url" || k == "database" {
+				kept.Content = append(kept.Content, top.Content[i], top.Content[i+1])
+			}
+		}
+	}
+	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{kept}}
+	if err := expand(doc, os.LookupEnv); err != nil {
+		return nil, err
+	}
+	expanded, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(expanded))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, wrap(fmt.Errorf("config: %w", err))
+	}
+	if c.Database.MaxConns == 0 {
+		c.Database.MaxConns = DefaultPoolSize
+	}
+	if c.Database.MaxConns < 0 {
+		return nil, field("database.max_conns", "must be positive")
+	}
+	return &c, nil
+}
