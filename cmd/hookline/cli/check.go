@@ -193,7 +193,10 @@ func cmdProviders(args []string, stdout io.Writer) error {
 			id = "(configure event_id)"
 		}
 		headers := strings.Join(d.Headers, ", ")
-		if headers == "" {
+		switch {
+		case name == "hmac": // described from a probe configuration; a source names its own
+			headers = "(configure hmac.header)"
+		case headers == "":
 			headers = "(in the body)"
 		}
 		if len(d.FallbackHeaders) > 0 {
