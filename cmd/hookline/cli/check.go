@@ -38,7 +38,8 @@ func (c *command) check(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// What serve would refuse too: this binary registers no Go handlers.
+	// What serve would refuse too, with the Go handlers this program
+	// registers (none in cmd/hookline).
 	if err := app.Check(cfg, app.Options{Handlers: c.handlers}); err != nil {
 		return err
 	}
@@ -117,12 +118,13 @@ func checkDatabase(cfg *config.Config, stdout io.Writer) error {
 var probes = map[string]struct {
 	secrets  []string
 	settings map[string]any
+	headers  string // shown instead of the probe's headers, which a source configures
 }{
 	"adyen":            {secrets: []string{"44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"}},
 	"appstore":         {settings: map[string]any{"bundle_id": "com.example.app", "app_apple_id": 1234567890}},
 	"braintree":        {secrets: []string{"public_key:private_key"}},
 	"googleplay":       {settings: map[string]any{"audience": "https://hooks.example.com/webhooks/googleplay", "service_account": "rtdn-push@example-project.iam.gserviceaccount.com"}},
-	"hmac":             {secrets: []string{"s"}, settings: map[string]any{"header": "X-Signature"}},
+	"hmac":             {secrets: []string{"s"}, settings: map[string]any{"header": "X-Signature"}, headers: "per source: hmac.header"},
 	"paypal":           {settings: map[string]any{"webhook_id": "WH-1"}},
 	"plaid":            {secrets: []string{"s"}, settings: map[string]any{"client_id": "c"}},
 	"sendgrid":         {secrets: []string{"MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g=="}}, // a verification key (SendGrid's SDK test key)
@@ -194,8 +196,8 @@ func cmdProviders(args []string, stdout io.Writer) error {
 		}
 		headers := strings.Join(d.Headers, ", ")
 		switch {
-		case name == "hmac": // described from a probe configuration; a source names its own
-			headers = "(configure hmac.header)"
+		case probes[name].headers != "":
+			headers = probes[name].headers
 		case headers == "":
 			headers = "(in the body)"
 		}

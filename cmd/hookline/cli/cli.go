@@ -88,11 +88,6 @@ type command struct {
 	handlers map[string]jobs.Handler
 }
 
-// run runs the command with no Go handlers (the tests' entry).
-func run(args []string, stdout, stderr io.Writer) int {
-	return (&command{}).run(args, stdout, stderr)
-}
-
 // defaultGOGC is hookline's garbage-collection target when GOGC is not set.
 // Its heap is small and short-lived (request bodies and batches on their way
 // to Postgres): under load, Go's default of 100 collects it hundreds of

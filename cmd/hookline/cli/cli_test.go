@@ -106,7 +106,7 @@ func TestCheckExitCodes(t *testing.T) {
 	for _, p := range []string{"stripe", "paypal", "adyen", "hmac", "svix"} {
 		require.Contains(t, out, p)
 	}
-	require.Regexp(t, `(?m)^hmac +\(configure hmac\.header\) +\(configure event_id\)`, out, "hmac's header is the source's own")
+	require.Regexp(t, `(?m)^hmac +per source: hmac\.header +\(configure event_id\)`, out, "hmac's header is the source's own")
 }
 
 const secret = "whsec_cmd_test"

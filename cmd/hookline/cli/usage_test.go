@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -27,6 +28,11 @@ sources:
 	require.NoError(t, os.WriteFile("hookline.yaml", []byte(good), 0o600))
 	require.NoError(t, os.WriteFile("other.yaml", []byte(good), 0o600))
 	require.NoError(t, os.WriteFile("bad.yaml", []byte("listen: \":x\"\nsources: []\n"), 0o600))
+}
+
+// run runs the command with no Go handlers, as cmd/hookline does.
+func run(args []string, stdout, stderr io.Writer) int {
+	return (&command{}).run(args, stdout, stderr)
 }
 
 func runMain(args ...string) deadResult {
