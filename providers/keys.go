@@ -12,25 +12,21 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+	"golang.org/x/net/http/httpguts"
 )
 
 // KeyResolver yields one value (an event id or type) from a delivery. It is
 // the counterpart of CMDx key resolvers and sidekiq's lock_args_method.
 type KeyResolver func(r *Request) (string, error)
 
-// ValidHeaderName reports whether name is an HTTP header field name (an RFC
-// 9110 token): a name with a space or a colon could never match a header.
-func ValidHeaderName(name string) bool {
-	if name == "" {
-		return false
+// CheckHeaderName refuses a name that is not an HTTP header field name (an
+// RFC 9110 token): a name with a space or a colon could never match a
+// header.
+func CheckHeaderName(name string) error {
+	if !httpguts.ValidHeaderFieldName(name) {
+		return fmt.Errorf("%q is not a header name (letters, digits and !#$%%&'*+-.^_`|~, no spaces), so it could never match", name)
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
+	return nil
 }
 
 // ParseKeyResolver parses the resolver notation used in configuration:
@@ -49,8 +45,8 @@ func ParseKeyResolver(spec string) (KeyResolver, error) {
 	}
 	switch kind {
 	case "header":
-		if !ValidHeaderName(arg) {
-			return nil, fmt.Errorf("%q: %q is not a header name (letters, digits and !#$%%&'*+-.^_`|~, no spaces), so it could never match", spec, arg)
+		if err := CheckHeaderName(arg); err != nil {
+			return nil, fmt.Errorf("%q: %w", spec, err)
 		}
 		return func(r *Request) (string, error) { return strings.TrimSpace(r.Header.Get(arg)), nil }, nil
 	case "json":

@@ -410,23 +410,45 @@ func Parse(raw []byte, getenv func(string) string) (*Config, error) {
 // ones: an empty variable in a secret, token or URL field is a deliberate
 // "" (admin_token: "" turns the admin API off), an unset one an error.
 func ParseLookup(raw []byte, lookup Lookup) (*Config, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(raw, &root); err != nil {
-		return nil, wrap(fmt.Errorf("config: %w", err))
-	}
-	docs := yaml.NewDecoder(bytes.NewReader(raw))
-	var first, second yaml.Node
-	if docs.Decode(&first) == nil && docs.Decode(&second) == nil {
-		return nil, wrap(fmt.Errorf("config: the file holds more than one YAML document (a --- line), and only the first would be read; keep one"))
-	}
-	if err := expand(&root, lookup); err != nil {
+	root, err := document(raw)
+	if err != nil {
 		return nil, err
 	}
-	expanded, err := yaml.Marshal(&root)
+	c, err := decode(root, lookup)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// document parses raw, one YAML document: a second (after a --- line)
+// would be ignored, so it is refused.
+func document(raw []byte) (*yaml.Node, error) {
+	docs := yaml.NewDecoder(bytes.NewReader(raw))
+	var root, second yaml.Node
+	if err := docs.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
+		return nil, wrap(fmt.Errorf("config: %w", err))
+	}
+	if docs.Decode(&second) == nil {
+		return nil, wrap(fmt.Errorf("config: the file holds more than one YAML document (a --- line), and only the first would be read; keep one"))
+	}
+	return &root, nil
+}
+
+// decode expands root's ${VAR} references with lookup and decodes it into
+// a Config, not yet validated; errors name the field.
+func decode(root *yaml.Node, lookup Lookup) (*Config, error) {
+	if err := expand(root, lookup); err != nil {
+		return nil, err
+	}
+	expanded, err := yaml.Marshal(root)
 	if err != nil {
 		return nil, wrap(err)
 	}
-	if err := wholeNumbers(&root, reflect.TypeFor[Config](), ""); err != nil {
+	if err := wholeNumbers(root, reflect.TypeFor[Config](), ""); err != nil {
 		return nil, err
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(expanded))
@@ -450,9 +472,6 @@ func ParseLookup(raw []byte, lookup Lookup) (*Config, error) {
 			}
 		}
 		return nil, wrap(fmt.Errorf("config: %w", err))
-	}
-	if err := c.Validate(); err != nil {
-		return nil, err
 	}
 	return &c, nil
 }
@@ -482,6 +501,17 @@ func orDefault(d *Duration, def time.Duration, path string) error {
 	return nil
 }
 
+// validateDatabase applies database's default and checks it.
+func (c *Config) validateDatabase() error {
+	if c.Database.MaxConns == 0 {
+		c.Database.MaxConns = DefaultPoolSize
+	}
+	if c.Database.MaxConns < 0 {
+		return field("database.max_conns", "must be positive")
+	}
+	return nil
+}
+
 func (c *Config) validateServer() error {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
@@ -507,11 +537,8 @@ func (c *Config) validateServer() error {
 	if c.MetricsOnAdmin && c.AdminListen == "" {
 		return field("metrics_on_admin", "requires admin_listen (without it, /metrics is served on listen)")
 	}
-	if c.Database.MaxConns == 0 {
-		c.Database.MaxConns = DefaultPoolSize
-	}
-	if c.Database.MaxConns < 0 {
-		return field("database.max_conns", "must be positive")
+	if err := c.validateDatabase(); err != nil {
+		return err
 	}
 	if _, port, _ := net.SplitHostPort(c.Listen); c.AdminListen == c.Listen && port != "0" { // port 0: two free ports
 		return field("admin_listen", "is the same address as listen; give the admin API an address of its own, or leave admin_listen empty to serve it on listen")

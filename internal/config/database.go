@@ -1,10 +1,7 @@
 package config
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"gopkg.in/yaml.v3"
@@ -21,9 +18,9 @@ func LoadDatabase(path string) (*Config, error) {
 	if err != nil {
 		return nil, wrap(fmt.Errorf("read config: %w", err))
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(raw, &root); err != nil {
-		return nil, wrap(fmt.Errorf("config: %w", err))
+	root, err := document(raw)
+	if err != nil {
+		return nil, err
 	}
 	// Keep the two top-level keys, drop the rest.
 	kept := &yaml.Node{Kind: yaml.MappingNode}
@@ -35,25 +32,12 @@ func LoadDatabase(path string) (*Config, error) {
 			}
 		}
 	}
-	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{kept}}
-	if err := expand(doc, os.LookupEnv); err != nil {
+	c, err := decode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{kept}}, os.LookupEnv)
+	if err != nil {
 		return nil, err
 	}
-	expanded, err := yaml.Marshal(doc)
-	if err != nil {
-		return nil, wrap(err)
+	if err := c.validateDatabase(); err != nil {
+		return nil, err
 	}
-	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(expanded))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return nil, wrap(fmt.Errorf("config: %w", err))
-	}
-	if c.Database.MaxConns == 0 {
-		c.Database.MaxConns = DefaultPoolSize
-	}
-	if c.Database.MaxConns < 0 {
-		return nil, field("database.max_conns", "must be positive")
-	}
-	return &c, nil
+	return c, nil
 }

@@ -108,8 +108,11 @@ func New(cfg providers.Config) (*Verifier, error) {
 		return nil, fmt.Errorf("hmac.header: required")
 	}
 	for _, h := range []struct{ path, name string }{{"hmac.header", v.scheme.Header}, {"hmac.timestamp_header", v.tsHeader}} {
-		if h.name != "" && !providers.ValidHeaderName(h.name) {
-			return nil, fmt.Errorf("%s: %q is not a header name (letters, digits and !#$%%&'*+-.^_`|~, no spaces)", h.path, h.name)
+		if h.name == "" {
+			continue
+		}
+		if err := providers.CheckHeaderName(h.name); err != nil {
+			return nil, fmt.Errorf("%s: %w", h.path, err)
 		}
 	}
 	if v.tsHeader != "" && v.tsHeader == v.scheme.Header {
