@@ -68,6 +68,9 @@ func (e *DestinationError) Error() string {
 		return fmt.Sprintf("destination: %v", e.Err)
 	}
 	if e.Status >= 300 && e.Status < 400 {
+		if e.Location == "" {
+			return fmt.Sprintf("destination answered %d, a redirect without a Location header; redirects are not followed: configure the final URL", e.Status)
+		}
 		return fmt.Sprintf("destination answered %d, a redirect to %q; redirects are not followed: configure the final URL", e.Status, e.Location)
 	}
 	if e.Excerpt == "" {
@@ -101,6 +104,16 @@ func (f *Forwarder) Forward(ctx context.Context, d *Destination, ev *Event) (int
 		return 0, &DestinationError{Err: err}
 	}
 	defer resp.Body.Close()
+	// The attempt's deadline also bounds reading the answer: the client
+	// stops watching ctx once it hands back a 101, whose body is the raw
+	// connection, so a read could otherwise wait for as long as the
+	// destination keeps it open.
+	defer context.AfterFunc(ctx, func() { _ = resp.Body.Close() })()
+	if resp.StatusCode < 200 {
+		// A final 1xx (101 Switching Protocols: interim answers never get
+		// here) leaves HTTP: not a delivery, and nothing to read.
+		return resp.StatusCode, &DestinationError{Status: resp.StatusCode}
+	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
 		return resp.StatusCode, nil
@@ -177,14 +190,17 @@ func retryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		if n >= int64(maxRetryAfter/time.Second) { // also before n seconds overflow a Duration
-			return maxRetryAfter
-		}
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err == nil && n <= 0:
+		return 0
+	case err == nil && n >= int64(maxRetryAfter/time.Second): // also before n seconds overflow a Duration
+		return maxRetryAfter
+	case err == nil:
 		return time.Duration(n) * time.Second
+	case errors.Is(err, strconv.ErrRange) && v[0] != '-':
+		// Whole seconds past int64: a very long wait, capped like any.
+		return maxRetryAfter
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
 		return min(t.Sub(now), maxRetryAfter)

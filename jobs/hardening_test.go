@@ -127,6 +127,59 @@ func TestForwarderRedirectsAndExcerpts(t *testing.T) {
 	require.Equal(t, cut[:511], de.Excerpt, "the cut character is dropped, the rest kept")
 }
 
+// A redirect without Location is a failed attempt whose error says so.
+func TestForwarderRedirectWithoutLocation(t *testing.T) {
+	t.Parallel()
+	noLocation := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusFound) }))
+	t.Cleanup(noLocation.Close)
+	_, err := jobs.NewForwarder().Forward(context.Background(), &jobs.Destination{URL: noLocation.URL, Timeout: time.Second},
+		&jobs.Event{Source: "s", ID: "e", Body: []byte("{}"), Attempt: 1})
+	var de *jobs.DestinationError
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, http.StatusFound, de.Status)
+	require.ErrorContains(t, err, "destination answered 302, a redirect without a Location header")
+}
+
+// An answer of 101 Switching Protocols (after which the client no longer
+// watches the attempt's deadline) is a failed attempt that ends within the
+// destination's timeout, even if the destination then holds the connection
+// open and silent.
+func TestForwarder101EndsWithinTimeout(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	upgrade := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: x\r\n\r\n")
+		_ = buf.Flush()
+		<-release // holds the connection open, saying nothing
+	}))
+	t.Cleanup(upgrade.Close)
+	t.Cleanup(func() { close(release) })
+	type result struct {
+		status int
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		status, err := jobs.NewForwarder().Forward(context.Background(), &jobs.Destination{URL: upgrade.URL, Timeout: time.Second},
+			&jobs.Event{Source: "s", ID: "e", Body: []byte("{}"), Attempt: 1})
+		done <- result{status, err}
+	}()
+	select {
+	case r := <-done:
+		var de *jobs.DestinationError
+		require.ErrorAs(t, r.err, &de, "a 101 is a failed attempt")
+		require.Equal(t, http.StatusSwitchingProtocols, de.Status)
+		require.Equal(t, "destination answered 101", r.err.Error())
+	case <-time.After(10 * time.Second):
+		t.Fatal("a forward answered 101 did not end within its timeout")
+	}
+}
+
 // A destination URL's password and query values (often a token) never
 // reach an attempt's error, which the lookup, the dead set, logs and alerts
 // show.

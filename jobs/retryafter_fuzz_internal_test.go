@@ -35,3 +35,26 @@ func FuzzRetryAfter(f *testing.F) {
 		}
 	})
 }
+
+// Retry-After in both of its forms: whole seconds (a number too large for
+// int64 is a long wait, capped, not "unreadable"), an HTTP date in the
+// future or the past; garbage is no wait at all.
+func TestRetryAfterForms(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{
+		"5":                             5 * time.Second,
+		"99999999999999999999":          maxRetryAfter,
+		"+99999999999999999999":         maxRetryAfter,
+		"-99999999999999999999":         0,
+		"Wed, 02 Dec 2026 12:00:20 GMT": 20 * time.Second,
+		"Wed, 02 Dec 2026 11:00:00 GMT": 0,
+		"Fri, 31 Dec 9999 23:59:59 GMT": maxRetryAfter,
+		"soon":                          0,
+		"2.5":                           0,
+	} {
+		if got := retryAfter(v, now); got != want {
+			t.Errorf("retryAfter(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
