@@ -557,19 +557,20 @@ func TestDestinations(t *testing.T) {
 	require.Equal(t, config.DefaultDestination, c.Sources[0].Destinations[0].Name)
 
 	for path, src := range map[string]string{
-		"sources[0].destinations":                     "    destination: {url: \"http://x\"}\n    destinations: [{name: a, url: \"http://a\"}]\n",
-		"sources[0].destinations[1].name":             "    destinations: [{name: a, url: \"http://a\"}, {name: a, url: \"http://b\"}]\n",
-		"sources[0].destinations[0].name":             "    destinations: [{name: \"Bad Name\", url: \"http://a\"}]\n",
-		"sources[0].destinations[0].url":              "    destinations: [{name: a}]\n",
-		"sources[0].destinations[0].handler":          "    destinations: [{name: a, url: \"http://a\", handler: h}]\n",
-		"sources[0].destinations[0].rate_limit":       "    destinations: [{name: a, url: \"http://a\", rate_limit: fast}]\n",
-		"sources[0].destinations[0].max_in_flight":    "    destinations: [{name: a, url: \"http://a\", max_in_flight: -1}]\n",
-		"sources[0].destinations[0].circuit.failures": "    destinations: [{name: a, url: \"http://a\", circuit: {cool_down: 1m}}]\n",
-		"sources[0].destinations[0].types[0]":         "    destinations: [{name: a, url: \"http://a\", types: [\" \"]}]\n",
-		"sources[0].destination.name":                 "    destination: {name: other, url: \"http://x\"}\n",
-		"sources[0].destinations[0].timeout":          "    lease: 1s\n    destinations: [{name: a, url: \"http://a\", timeout: 2s}]\n",
-		"sources[0].destinations[0].types":            "    destinations: [{name: a, url: \"http://a\", types: []}]\n",
-		"sources[0].destinations[0].where":            "    destinations: [{name: a, url: \"http://a\", where: {}}]\n",
+		"sources[0].destinations":                       "    destination: {url: \"http://x\"}\n    destinations: [{name: a, url: \"http://a\"}]\n",
+		"sources[0].destinations[1].name":               "    destinations: [{name: a, url: \"http://a\"}, {name: a, url: \"http://b\"}]\n",
+		"sources[0].destinations[0].name":               "    destinations: [{name: \"Bad Name\", url: \"http://a\"}]\n",
+		"sources[0].destinations[0].url":                "    destinations: [{name: a}]\n",
+		"sources[0].destinations[0].handler":            "    destinations: [{name: a, url: \"http://a\", handler: h}]\n",
+		"sources[0].destinations[0].rate_limit":         "    destinations: [{name: a, url: \"http://a\", rate_limit: fast}]\n",
+		"sources[0].destinations[0].max_in_flight":      "    destinations: [{name: a, url: \"http://a\", max_in_flight: -1}]\n",
+		"sources[0].destinations[0].circuit.failures":   "    destinations: [{name: a, url: \"http://a\", circuit: {cool_down: 1m}}]\n",
+		"sources[0].destinations[0].types[0]":           "    destinations: [{name: a, url: \"http://a\", types: [\" \"]}]\n",
+		"sources[0].destination.name":                   "    destination: {name: other, url: \"http://x\"}\n",
+		"sources[0].destinations[0].timeout":            "    lease: 1s\n    destinations: [{name: a, url: \"http://a\", timeout: 2s}]\n",
+		"sources[0].destinations[0].types":              "    destinations: [{name: a, url: \"http://a\", types: []}]\n",
+		"sources[0].destinations[0].where":              "    destinations: [{name: a, url: \"http://a\", where: {}}]\n",
+		"sources[0].destinations[0].where.data.created": "    destinations: [{name: a, url: \"http://a\", where: {data.created: 2026-01-01}}]\n",
 	} {
 		_, err := config.Parse([]byte(base+src), env(nil))
 		require.Equal(t, path, fieldError(t, err).Path, "%s: %v", src, err)

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hookline/hookline/providers"
 	"github.com/tidwall/gjson"
@@ -71,6 +72,12 @@ func Compile(types []string, where map[string]any) (*Matcher, *CompileError) {
 		if strings.TrimSpace(p) == "" {
 			return nil, &CompileError{"where", "empty JSON path"}
 		}
+		if hasTime(where[p]) {
+			// YAML reads an unquoted 2026-01-01 as a timestamp, which would be
+			// compared as "2026-01-01T00:00:00Z" and never equal the text
+			// the body carries.
+			return nil, &CompileError{"where." + p, `a YAML date or time: quote it ("2026-01-01") to compare it as the text the body carries`}
+		}
 		raw, err := json.Marshal(normalize(where[p]))
 		if err != nil {
 			return nil, &CompileError{"where." + p, fmt.Sprintf("value cannot be written as JSON: %v", err)}
@@ -82,6 +89,33 @@ func Compile(types []string, where map[string]any) (*Matcher, *CompileError) {
 		m.where = append(m.where, condition{path: providers.JSONPath(p), want: want})
 	}
 	return m, nil
+}
+
+// hasTime reports whether v holds a time.Time (a YAML timestamp).
+func hasTime(v any) bool {
+	switch x := v.(type) {
+	case time.Time:
+		return true
+	case map[any]any:
+		for _, e := range x {
+			if hasTime(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if hasTime(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if hasTime(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // normalize turns YAML-decoded maps (map[string]any with nested

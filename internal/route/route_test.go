@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -137,6 +138,23 @@ func TestCompileErrors(t *testing.T) {
 	require.Equal(t, "types", err.Field, "an empty list would match nothing")
 	_, err = Compile(nil, map[string]any{})
 	require.Equal(t, "where", err.Field)
+}
+
+// An unquoted YAML date in where is decoded as a timestamp, which would
+// compare as "2026-01-01T00:00:00Z" and never match: an error naming the
+// path, which says to quote it.
+func TestCompileRefusesYAMLTimestamps(t *testing.T) {
+	t.Parallel()
+	day := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, v := range []any{day, []any{"x", day}, map[string]any{"at": day}, map[any]any{"at": []any{day}}} {
+		_, err := Compile(nil, map[string]any{"data.created": v})
+		require.NotNil(t, err, "%v", v)
+		require.Equal(t, "where.data.created", err.Field)
+		require.Contains(t, err.Msg, "quote it")
+	}
+	m, err := Compile(nil, map[string]any{"data.created": "2026-01-01"})
+	require.Nil(t, err)
+	require.True(t, m.Match("", []byte(`{"data":{"created":"2026-01-01"}}`)))
 }
 
 func TestCanonicalNumber(t *testing.T) {
