@@ -22,6 +22,8 @@ func TestParseOrderBy(t *testing.T) {
 		{"2026-12-01T10:00:00Z", "1796119200.000000000", ingest.ByTime},
 		{"2026-12-01T11:00:00+01:00", "1796119200.000000000", ingest.ByTime},
 		{"2026-12-01T10:00:00.5Z", "1796119200.500000000", ingest.ByTime},
+		{"2026-12-01t10:00:00z", "1796119200.000000000", ingest.ByTime}, // RFC 3339 allows lower case
+		{"2026-12-01t11:00:00.5+01:00", "1796119200.500000000", ingest.ByTime},
 		{"1969-12-31T23:59:59.75Z", "-0.250000000", ingest.ByTime},
 		{"1960-01-01T00:00:00.000000001Z", "-315619199.999999999", ingest.ByTime},
 		{"", "", ""},
@@ -57,7 +59,14 @@ func FuzzParseOrderBy(f *testing.F) {
 			t.Fatalf("%q: %q is not a decimal", s, v)
 		}
 		if kind == ingest.ByTime {
-			tm, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
+			u := strings.TrimSpace(s) // RFC 3339's "t" and "z" may be lower case
+			if len(u) > 10 && u[10] == 't' {
+				u = u[:10] + "T" + u[11:]
+			}
+			if strings.HasSuffix(u, "z") {
+				u = u[:len(u)-1] + "Z"
+			}
+			tm, err := time.Parse(time.RFC3339Nano, u)
 			if err != nil {
 				t.Fatalf("%q: kind time but not RFC 3339: %v", s, err)
 			}

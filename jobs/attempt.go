@@ -266,6 +266,8 @@ func (w *EventWorker) complete(ctx context.Context, q sender, r *run, status int
 		if woke {
 			w.wakes.Wake(QueueFor(r.src.Name, r.t.Name))
 		}
+	case r.ev.offLine != nil && skip == nil:
+		n, err = completeOffLine(ctx, q, r.src.Name, r.t.Name, r.ev.ID, r.ev.offLine, sql, args)
 	default:
 		err = q.QueryRow(ctx, sql, args...).Scan(&n)
 	}
@@ -285,7 +287,9 @@ func (w *EventWorker) complete(ctx context.Context, q sender, r *run, status int
 // twice in the batch, or the batch failed as a whole (which changed
 // nothing).
 func (w *EventWorker) completeInBatch(ctx context.Context, q sender, r *run, st idem.Statement, status int, skip *string) (n int64, done bool, err error) {
-	if _, inTx := q.(pgx.Tx); inTx || w.batch == nil {
+	if _, inTx := q.(pgx.Tx); inTx || w.batch == nil || r.ev.offLine != nil {
+		// An ordered event forwarded outside its line (rare: an operator's
+		// retry) raises its line's greatest by in its own statements.
 		return 0, false, nil
 	}
 	// The next job runs here (chain.go): the line's next for an ordered

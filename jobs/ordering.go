@@ -44,6 +44,8 @@ func (o *lineColumns) apply(ev *Event) {
 	if o.inLine {
 		ev.Stale = o.stale
 		ev.line = &linePlace{key: *o.key, by: o.by, byKind: o.byKind}
+	} else if o.by != nil && o.byKind != nil {
+		ev.offLine = &linePlace{key: *o.key, by: o.by, byKind: o.byKind}
 	}
 }
 
@@ -82,6 +84,31 @@ func endPlace(ctx context.Context, q batchSender, source, dest, eventID string, 
 	return n, wakes > 0 && !inTx, br.Close()
 }
 
+// completeOffLine runs the completion sql (with args, answering one count)
+// of an ordered event forwarded outside its line (an operator's retry)
+// between the lock of its key's line and raiseBySQL, in one round trip and
+// one transaction (q's, or the implicit one of the batch): an event
+// forwarded with a 2xx raises its key's greatest by wherever it stands,
+// so that a later event with a smaller by is stale.
+func completeOffLine(ctx context.Context, q batchSender, source, dest, eventID string, place *linePlace, sql string, args []any) (n int64, err error) {
+	b := &pgx.Batch{}
+	b.Queue(lockLineSQL, source, dest, place.key)
+	b.Queue(sql, args...)
+	b.Queue(raiseBySQL, source, dest, place.key, eventID, place.by, place.byKind)
+	br := q.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return 0, fmt.Errorf("lock ordering line: %w", err)
+	}
+	if err := br.QueryRow().Scan(&n); err != nil {
+		return 0, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return 0, fmt.Errorf("raise the ordering line's greatest by: %w", err)
+	}
+	return n, br.Close()
+}
+
 // lockLine and advanceLine bracket, inside tx, statements that end a place
 // in a line where one batch does not fit.
 func lockLine(ctx context.Context, tx pgx.Tx, source, dest, key string) error {
@@ -116,11 +143,25 @@ func AdvanceLine(ctx context.Context, db interface {
 
 // OrderKeyHeader renders an ordering key as a header value: bytes a
 // header value cannot hold (control characters but tab) are
-// percent-encoded, and so is "%" when anything is.
+// percent-encoded, so are spaces and tabs at either end (which HTTP trims
+// from a header value, so that " k" would arrive as the key "k"), and so
+// is "%" when anything is.
 func OrderKeyHeader(key string) string {
+	isWS := func(c byte) bool { return c == ' ' || c == '\t' }
+	lead, trail := 0, len(key)
+	for lead < len(key) && isWS(key[lead]) {
+		lead++
+	}
+	for trail > lead && isWS(key[trail-1]) {
+		trail--
+	}
+	encode := func(i int) bool {
+		c := key[i]
+		return (c < 0x20 && c != '\t') || c == 0x7f || i < lead || i >= trail
+	}
 	clean := true
 	for i := 0; i < len(key); i++ {
-		if c := key[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+		if encode(i) {
 			clean = false
 			break
 		}
@@ -130,12 +171,11 @@ func OrderKeyHeader(key string) string {
 	}
 	var b strings.Builder
 	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if (c < 0x20 && c != '\t') || c == 0x7f || c == '%' {
+		if c := key[i]; encode(i) || c == '%' {
 			fmt.Fprintf(&b, "%%%02X", c)
 			continue
 		}
-		b.WriteByte(c)
+		b.WriteByte(key[i])
 	}
 	return b.String()
 }

@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,6 +19,10 @@ func TestOrderKeyHeader(t *testing.T) {
 	require.Equal(t, "a b\tc%d", jobs.OrderKeyHeader("a b\tc%d"), "nothing to encode: left as it is")
 	require.Equal(t, "line%0Abreak%25", jobs.OrderKeyHeader("line\nbreak%"))
 	require.Equal(t, "ключ", jobs.OrderKeyHeader("ключ"))
+	// HTTP trims a header value: spaces and tabs at either end are encoded,
+	// or " k " would reach the destination as the key "k".
+	require.Equal(t, "%20k%25 1%09", jobs.OrderKeyHeader(" k% 1\t"))
+	require.Equal(t, "%09%20a b", jobs.OrderKeyHeader("\t a b"))
 }
 
 // Whatever the key, the header value is one net/http sends.
@@ -29,6 +34,9 @@ func FuzzOrderKeyHeader(f *testing.F) {
 		v := jobs.OrderKeyHeader(key)
 		if !httpguts.ValidHeaderFieldValue(v) {
 			t.Fatalf("%q renders as %q, which net/http refuses", key, v)
+		}
+		if v != strings.Trim(v, " \t") {
+			t.Fatalf("%q renders as %q, which HTTP trims", key, v)
 		}
 		h := http.Header{}
 		h.Set("Hookline-Order-Key", v)

@@ -135,6 +135,10 @@ type Event struct {
 	// line is the event's place in its ordering line, nil when it has none
 	// (unordered, or an operator's retry outside the order).
 	line *linePlace
+	// offLine is the ordering key and by of an ordered event forwarded
+	// outside its line (an operator's retry), whose forward still raises
+	// its key's greatest by; nil otherwise.
+	offLine *linePlace
 	// traceParent is the W3C traceparent its delivery was received under
 	// (nil: none); the attempt's spans continue that trace.
 	traceParent *string

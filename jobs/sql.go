@@ -598,6 +598,13 @@ func raisesBySQL(eventID, by, kind string) string {
 					  AND r.completed_at = now() AND r.skipped IS NULL))`
 }
 
+// raiseBySQL raises the greatest by of line (source $1, destination $2,
+// key $3) with that of event $4 ($5, a decimal, of kind $6) when the event
+// was forwarded with a 2xx in this very transaction without holding a
+// place in the line (an operator's retry); the line does not move.
+var raiseBySQL = `UPDATE hookline_order_keys k SET max_by = $5::numeric, max_by_kind = $6::text
+	WHERE k.source = $1 AND k.destination = $2 AND k.key = $3 AND ` + raisesBySQL("$4", "$5::numeric", "$6::text")
+
 // lineOfSQL is the line a destination row holds a place in (source $1,
 // event_id $2, destination $3): its key, or no row.
 const lineOfSQL = `SELECT order_key FROM hookline_event_destinations

@@ -331,6 +331,44 @@ sources:
 	require.Nil(t, ev["skipped"], "delivered, not skipped")
 }
 
+// An operator's retry runs outside the order, but its forward is a forward:
+// a 2xx raises its key's greatest by, so that an event accepted after it
+// with a smaller by is stale.
+func TestOperatorRetryRaisesGreatestBy(t *testing.T) {
+	t.Parallel()
+	var release atomic.Bool // R1 fails until released
+	dest := newLineSink(t, 0, func(id string, n int) int {
+		if id == "R1" && !release.Load() {
+			return http.StatusInternalServerError
+		}
+		return http.StatusOK
+	})
+	cfg := stripeConfig(pgtest.NewURL(t), "", fmt.Sprintf(`    ordering: {key: "json:data.object.id", by: "json:created", stale: skip}
+    destination: {url: %q, max_attempts: 2, backoff: {min: 50ms, max: 100ms}}
+`, dest.URL))
+	ip := startApp(t, cfg, app.Options{})
+	base := ip.url(0)
+
+	postOrdered(t, base, "s", "R1", "pi_R", 50)
+	eventState(t, base, "s", "R1", 30*time.Second, "dead")
+	postOrdered(t, base, "s", "R2", "pi_R", 10)
+	eventState(t, base, "s", "R2", 30*time.Second, "completed")
+	release.Store(true)
+	item := deadItem(t, base, "s", "R1")
+	code, body := adminPost(t, base, "/admin/dead/"+item["id"].(string)+"/retry")
+	require.Equal(t, http.StatusAccepted, code, body)
+	ev := eventState(t, base, "s", "R1", 30*time.Second, "completed")
+	require.Nil(t, ev["skipped"])
+
+	postOrdered(t, base, "s", "R3", "pi_R", 20)
+	ev = eventState(t, base, "s", "R3", 30*time.Second, "completed")
+	require.Equal(t, "stale", ev["skipped"], "R1 (by 50) was forwarded with a 2xx before R3 (by 20) was accepted")
+	postOrdered(t, base, "s", "R4", "pi_R", 60)
+	ev = eventState(t, base, "s", "R4", 30*time.Second, "completed")
+	require.Nil(t, ev["skipped"])
+	require.Equal(t, []string{"R2", "R1", "R4"}, dest.delivered("pi_R"))
+}
+
 // 5 events × 500 keys arrive in random order (each key's events in
 // sequence, keys interleaved by 32 senders) at three instances, one of
 // which is SIGKILLed in the middle and started again. Per key, forwards

@@ -760,9 +760,18 @@ func (s *Source) validateOrdering(p string) error {
 	if o.key, err = providers.ParseKeyResolver(o.Key); err != nil {
 		return field(p+".key", "%v", err)
 	}
+	// body:sha256 names no field: as a key it gives every event a line of
+	// its own (nothing is ordered), as by a digest that is never a number
+	// or a time (nothing is ever stale).
+	if strings.HasPrefix(o.Key, "body:") {
+		return field(p+".key", "%q: the body's digest differs for every event, so nothing would be ordered; want json:path, header:NAME or form:FIELD naming what orders events, e.g. json:data.object.id", o.Key)
+	}
 	if o.By != "" {
 		if o.by, err = providers.ParseKeyResolver(o.By); err != nil {
 			return field(p+".by", "%v", err)
+		}
+		if strings.HasPrefix(o.By, "body:") {
+			return field(p+".by", "%q: a digest is neither a number nor a time, so no event would ever be stale; want json:path, header:NAME or form:FIELD naming the provider's time or sequence, e.g. json:created", o.By)
 		}
 	}
 	switch o.Stale {

@@ -613,6 +613,8 @@ func TestOrdering(t *testing.T) {
 		{"    ordering: {key: \"json:id\", by: \"nope\"}\n", "sources[0].ordering.by"},
 		{"    ordering: {key: \"json:id\", stale: drop}\n", "sources[0].ordering.stale"},
 		{"    ordering: {key: \"json:id\", stale: skip}\n", "sources[0].ordering.stale"},
+		{"    ordering: {key: \"body:sha256\"}\n", "sources[0].ordering.key"},
+		{"    ordering: {key: \"json:id\", by: \"body:sha256\", stale: skip}\n", "sources[0].ordering.by"},
 	} {
 		_, err := config.Parse([]byte(base+tc.yaml), env(nil))
 		require.Equal(t, tc.path, fieldError(t, err).Path, tc.yaml)
