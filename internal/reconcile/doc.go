@@ -11,7 +11,9 @@
 // number of missing events, not the number listed (a 72h lookback of a busy
 // Stripe account lists 100k+ events). Checked counts every event listed
 // within the lookback. When the listing is complete, the missing events are
-// sorted oldest first (provider creation time, then id) and stored in
+// sorted oldest first (provider creation time; events of one
+// creation time in the provider's list order where its API lists newest
+// first, as Stripe's does, else by id) and stored in
 // chunks of StoreChunk; Missing counts the events stored as new, and so
 // does hookline_reconciled_total{source}.
 //

@@ -145,6 +145,14 @@ type lister interface {
 	list(ctx context.Context, since time.Time, page func([]Event) error) error
 }
 
+// newestFirst is a lister whose API lists events newest first, in the
+// provider's order even among events of one creation time (Stripe's
+// created is in whole seconds): a run stores such ties in reverse listing
+// order, the provider's order, rather than by id.
+type newestFirst interface {
+	newestFirst() bool
+}
+
 // New returns a Runner for cfg.Sources, checking each: a provider
 // hookline can list, an API key, an http(s) API URL, no negative
 // durations, no name twice.

@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -72,6 +73,36 @@ func TestRunStoresMissingOldestFirst(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, reconcile.Result{Checked: 1000, Missing: 0}, res)
 	assert.Equal(t, 37.0, e.reconciled("stripe"))
+}
+
+// Stripe's created is in whole seconds: events of one second are stored in
+// the order Stripe lists them (newest first, so in reverse), not by id, so
+// that an ordered key sees payment_intent.created before the
+// payment_intent.succeeded of the same second. Across pages too.
+func TestRunKeepsProviderOrderWithinASecond(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sec := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var events []fakeapi.Event // in creation order; ids in the reverse order
+	for i := range 150 {
+		events = append(events, fakeapi.Event{ID: fmt.Sprintf("evt_%03d", 999-i), Type: "payment_intent.created", Created: sec})
+	}
+	events = append(events, fakeapi.Event{ID: "evt_000", Type: "payment_intent.created", Created: sec.Add(-time.Second)})
+	api := fakeapi.NewStripe(t, testKey, events)
+	r := e.runner(nil, stripeSource("stripe", api.URL))
+
+	res, err := r.Run(context.Background(), "stripe")
+	require.NoError(t, err)
+	assert.Equal(t, reconcile.Result{Checked: 151, Missing: 151}, res)
+	want := []string{"evt_000"}
+	for i := range 150 {
+		want = append(want, fmt.Sprintf("evt_%03d", 999-i))
+	}
+	var got []string
+	for _, ev := range e.store.storedEvents() {
+		got = append(got, ev.ID)
+	}
+	assert.Equal(t, want, got, "oldest first, and within a second in the provider's order")
 }
 
 func TestRunUnknownSource(t *testing.T) {

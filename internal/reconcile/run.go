@@ -87,7 +87,8 @@ func (r *Runner) reconcile(ctx context.Context, src *source, periodic bool, res 
 	}
 	src.logger.Info("reconcile run started", "since", since.UTC().Format(time.RFC3339), "trigger", trigger)
 	var missing []Event
-	seen := map[string]bool{} // ids in missing
+	seen := map[string]bool{}  // ids in missing
+	listed := map[string]int{} // ids in missing: their place in the listing
 	pages := 0
 	err := src.lister.list(ctx, since, func(page []Event) error {
 		pages++
@@ -112,6 +113,7 @@ func (r *Runner) reconcile(ctx context.Context, src *source, periodic bool, res 
 			}
 			if !known[i].Accepted && !seen[ev.ID] {
 				seen[ev.ID] = true
+				listed[ev.ID] = res.Checked - len(page) + i
 				missing = append(missing, ev)
 			}
 		}
@@ -121,8 +123,15 @@ func (r *Runner) reconcile(ctx context.Context, src *source, periodic bool, res 
 	if err != nil {
 		return r.failed(src, periodic, *res, start, "listing", err)
 	}
+	// Oldest first. Events of one creation time keep the provider's order
+	// where its list says it (newest first: the later listed is the older),
+	// else go by id.
+	tie := func(a, b Event) int { return cmp.Compare(a.ID, b.ID) }
+	if nf, ok := src.lister.(newestFirst); ok && nf.newestFirst() {
+		tie = func(a, b Event) int { return cmp.Compare(listed[b.ID], listed[a.ID]) }
+	}
 	slices.SortStableFunc(missing, func(a, b Event) int {
-		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.ID, b.ID))
+		return cmp.Or(a.Created.Compare(b.Created), tie(a, b))
 	})
 	for chunk := range slices.Chunk(missing, StoreChunk) {
 		n, err := r.store.Store(ctx, name, chunk)

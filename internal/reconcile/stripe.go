@@ -64,6 +64,11 @@ func (l *stripeLister) list(ctx context.Context, since time.Time, page func([]Ev
 	}
 }
 
+// newestFirst: Stripe lists in reverse chronological order, and its
+// created is in whole seconds, so the list order alone tells which of the
+// events of one second came first.
+func (l *stripeLister) newestFirst() bool { return true }
+
 // parseStripePage reads one answer of GET /v1/events. With hasMore, events
 // is not empty.
 func parseStripePage(body []byte) (events []Event, hasMore bool, err error) {

@@ -1,7 +1,6 @@
 package fakeapi
 
 import (
-	"cmp"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -19,7 +18,8 @@ import (
 // error body for a missing or wrong key; created[gt|gte|lt|lte] (Unix
 // seconds) and created=<exact>; limit 1..100 (default 10, 400 otherwise);
 // starting_after / ending_before (400 resource_missing for an unknown id);
-// newest first (created, then id, descending); {"object":"list",
+// newest first (by created; events of one second in reverse order of
+// addition, i.e. of creation); {"object":"list",
 // "url":"/v1/events","has_more":..,"data":[...]}.
 // Not modelled: type/types/delivery_success filters, expand, the 30-day
 // window, Stripe-Version.
@@ -107,9 +107,11 @@ func (stripeAPI) plan(events []Event, q url.Values, _ time.Time) (page, int, []b
 	list := slices.DeleteFunc(events, func(e Event) bool {
 		return slices.ContainsFunc(filters, func(f func(int64) bool) bool { return !f(e.Created.Unix()) })
 	})
-	slices.SortFunc(list, func(a, b Event) int {
-		return cmp.Or(b.Created.Compare(a.Created), cmp.Compare(b.ID, a.ID))
-	})
+	// Newest first; events of one second in reverse order of creation (the
+	// order they were added), as Stripe lists them: their ids say nothing
+	// of it.
+	slices.Reverse(list)
+	slices.SortStableFunc(list, func(a, b Event) int { return b.Created.Compare(a.Created) })
 	p, ok := byPosition(list, q.Get("starting_after"), q.Get("ending_before"), limit)
 	if !ok {
 		param, id := "starting_after", q.Get("starting_after")
