@@ -108,8 +108,9 @@ const OverviewTTL = 5 * time.Second
 //
 // A bulk filter with no fields ({}) matches the whole dead set; anything else
 // that is not one JSON object of the filter's fields is refused (400): an
-// empty body, null, data after the object, a null or unknown field, a query
-// string (the filter is never read from it); a body over 64 KiB is a 413.
+// empty body, null, data after the object, a null, unknown or repeated
+// field, a query string (the filter is never read from it); a body over
+// 64 KiB is a 413.
 // So a misspelt or misplaced filter never widens to everything. A known path
 // asked with another method is a 405 with an Allow header.
 //

@@ -434,10 +434,14 @@ func testListLimit(t *testing.T, b *adminBundle) {
 
 func testListBadParameters(t *testing.T, b *adminBundle) {
 	for q, param := range map[string]string{
-		"cursor=!!!":                  "cursor",
-		"cursor=bm9wZQ":               "cursor", // "nope"
-		"cursor=" + b64("v1.x.3"):     "cursor",
-		"cursor=" + b64("v1.1.0"):     "cursor",
+		"cursor=!!!":              "cursor",
+		"cursor=bm9wZQ":           "cursor", // "nope"
+		"cursor=" + b64("v1.x.3"): "cursor",
+		"cursor=" + b64("v1.1.0"): "cursor",
+		// A time no cursor holds (it would overflow on its way to
+		// Postgres and page from the newest item).
+		"cursor=" + b64("v1.-9223372036854775808.3"): "cursor",
+		"cursor=" + b64("v1.9223372036854775807.3"):  "cursor",
 		"limit=abc":                   "limit",
 		"limit=0":                     "limit",
 		"limit=-3":                    "limit",

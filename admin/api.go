@@ -199,13 +199,13 @@ func readFilter(c echo.Context) (jobs.DeadFilter, bool, error) {
 	case v[0] != '{':
 		return jobs.DeadFilter{}, false, bad("got another JSON value, or no JSON")
 	}
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&fields); err != nil {
+	fields, err := objectFields(raw)
+	if err != nil {
+		var pe paramError
+		if errors.As(err, &pe) {
+			return jobs.DeadFilter{}, false, pe
+		}
 		return jobs.DeadFilter{}, false, bad(err.Error())
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return jobs.DeadFilter{}, false, bad("more follows the object")
 	}
 	var bf bulkFilter
 	text := map[string]*string{"source": &bf.Source, "destination": &bf.Destination, "reason": &bf.Reason,
@@ -226,6 +226,40 @@ func readFilter(c echo.Context) (jobs.DeadFilter, bool, error) {
 	}
 	f, err := filterOf(bf.Source, bf.Destination, bf.Reason, bf.EventType, bf.Since, bf.Until)
 	return f, bf.DryRun, err
+}
+
+// objectFields reads raw, one JSON object and nothing after it, into its
+// fields. A field given twice is a paramError naming it: decoding into a
+// map would keep the last silently, so {"dry_run":true,"dry_run":false}
+// would act for real.
+func objectFields(raw []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New("want a JSON object")
+	}
+	fields := map[string]json.RawMessage{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := t.(string) // an object's keys are strings
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		if _, dup := fields[name]; dup {
+			return nil, paramError{name, "given more than once"}
+		}
+		fields[name] = v
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("more follows the object")
+	}
+	return fields, nil
 }
 
 // bulkRetry answers POST /admin/dead/retry.

@@ -101,6 +101,11 @@ func TestAdminBulkFilterIsStrict(t *testing.T) {
 			{"", `{"dry_run":"true"}`, "dry_run", "true or false"},
 			{"", `{"source":1,"dry_run":true}`, "source", "string"},
 			{"", `{"reason":"x","dry_run":true}`, "reason", "not a reason"},
+			// A field given twice: never the last one silently (a dry
+			// run taken for the real thing, or another source).
+			{"", `{"source":"a","dry_run":true,"dry_run":false}`, "dry_run", "given more than once"},
+			{"", `{"source":"a","source":"b","dry_run":true}`, "source", "given more than once"},
+			{"", `{"source":"a","sour\u0063e":"b","dry_run":true}`, "source", "given more than once"},
 		} {
 			var body []byte
 			if c.body != "" || c.field != "query" {
@@ -200,6 +205,10 @@ func TestAdminTextNoEventHas(t *testing.T) {
 			`["e1",1796226727644590,"s","\u0000"]`,
 			`["e1",1796226727644590,"\u0000","evt_1"]`,
 			`["e1",1796226727644590,"s","evt_1\u0000"]`,
+			// A time no cursor holds: it would overflow on its way to
+			// Postgres and page from the newest event.
+			`["e1",-9223372036854775808,"s","evt_1"]`,
+			`["e1",9223372036854775807,"s","evt_1"]`,
 		} {
 			a := b.sendRaw(t, http.MethodGet, "/admin/events?cursor="+cursor(c), nil)
 			require.Equal(t, http.StatusBadRequest, a.status, c)

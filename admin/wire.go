@@ -402,8 +402,9 @@ func decodeCursor(s string) (*jobs.DeadKey, error) {
 	}
 	us, err1 := strconv.ParseInt(parts[1], 10, 64)
 	id, err2 := strconv.ParseInt(parts[2], 10, 64)
-	if err1 != nil || err2 != nil || id <= 0 {
+	at, inRange := jobs.CursorTime(us)
+	if err1 != nil || err2 != nil || id <= 0 || !inRange {
 		return nil, bad
 	}
-	return &jobs.DeadKey{DeadAt: time.UnixMicro(us), ID: id}, nil
+	return &jobs.DeadKey{DeadAt: at, ID: id}, nil
 }

@@ -97,8 +97,29 @@ func ParseEventCursor(s string) (*EventKey, error) {
 		!isText(k.Source) || !isText(k.EventID) {
 		return nil, ErrBadCursor
 	}
-	k.ReceivedAt = time.UnixMicro(us)
+	var ok bool
+	if k.ReceivedAt, ok = CursorTime(us); !ok {
+		return nil, ErrBadCursor
+	}
 	return k, nil
+}
+
+// Bounds of a cursor's instant: the years 1 to 9999, which hold every time
+// a row can have.
+var (
+	minCursorMicro = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+	maxCursorMicro = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+)
+
+// CursorTime is the instant of a cursor's microseconds since the Unix
+// epoch; false outside the years 1 to 9999, which no cursor this package
+// writes holds (such a number would overflow on its way to Postgres and
+// page from the wrong place, so it is a malformed cursor).
+func CursorTime(us int64) (time.Time, bool) {
+	if us < minCursorMicro || us >= maxCursorMicro {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(us), true
 }
 
 // EventSummary is one event in a search's page.

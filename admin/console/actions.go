@@ -168,12 +168,16 @@ func bulkRequestOf(v url.Values, now time.Time) (*bulkRequest, string) {
 	if !b.Selected {
 		return b, ""
 	}
+	seen := map[int64]bool{}
 	for _, v := range v["id"] {
 		id, err := deadIDOf(v)
 		if err != nil {
 			return nil, fmt.Sprintf("%q is not a dead item's id.", v)
 		}
-		b.IDs = append(b.IDs, id)
+		if !seen[id] { // an id given twice is one item: counted once, acted on once
+			seen[id] = true
+			b.IDs = append(b.IDs, id)
+		}
 	}
 	switch {
 	case len(b.IDs) == 0:

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"encoding/base64"
 	"fmt"
 	"html"
 	"net/http"
@@ -331,6 +332,21 @@ func TestConsoleDeadSetBulk(t *testing.T) {
 	a = b.post("/admin/ui/dead/bulk", confirmForm(t, a.body))
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
 	require.Contains(t, b.get(a.header.Get("Location")).body, "Deleted 1 of 2 items.")
+	require.Equal(t, 0, deadItems(t, h))
+
+	// An id selected twice (a hand-made form or URL) is one item: the dry
+	// run counts it once, and the action says so.
+	h.flaky.status.Store(http.StatusInternalServerError)
+	h.send(t, "shop", "evt_twice", "charge.failed")
+	h.waitState(t, "shop", "evt_twice", "dead")
+	id = regexp.MustCompile(`name="id" value="(\d+)"`).FindStringSubmatch(b.get("/admin/ui/dead").body)[1]
+	a = b.dryRun(url.Values{"csrf": {csrf}, "op": {"delete-selected"}, "id": {id, id, id}})
+	require.Contains(t, a.body, "<strong>1 item matches; delete it?</strong>")
+	require.Contains(t, a.body, "The 1 selected items (1 still in the dead set).")
+	a = b.post("/admin/ui/dead/bulk", url.Values{"csrf": {csrf}, "action": {"delete"}, "scope": {"selected"}, "confirm": {"yes"},
+		"n": {"1"}, "id": {id, id}})
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	require.Contains(t, b.get(a.header.Get("Location")).body, "Deleted 1 of 1 items.")
 	require.Equal(t, 0, deadItems(t, h))
 
 	for name, f := range map[string]url.Values{
@@ -765,4 +781,46 @@ func TestConsoleSmallThings(t *testing.T) {
 	require.Contains(t, a.body, `<p class="warn" id="invisible">The payload has 2 invisible or bidirectional control characters`)
 	require.Contains(t, a.body, `&#34;abc\u202eLTR\u200b&#34;`, "escaped in the JSON view")
 	require.Contains(t, a.body, "abc\u202eLTR\u200b", "as they are in the raw view")
+}
+
+// An event page for a source or id no event can have (not valid UTF-8, a
+// NUL byte) is a 404 like any unknown event, never a 500: the JSON lookup
+// answers the same.
+func TestConsoleEventPageNonTextIDs(t *testing.T) {
+	t.Parallel()
+	h := startHookline(t)
+	b := newBrowser(t, h.url)
+	b.login()
+	for _, p := range []string{
+		"/admin/ui/events/%FF/x",
+		"/admin/ui/events/shop/%00",
+		"/admin/ui/events/shop/..%FF",
+		"/admin/ui/event?source=%FF&id=x",
+		"/admin/ui/event?source=shop&id=%00",
+	} {
+		a := b.get(p)
+		require.Equal(t, http.StatusNotFound, a.status, p)
+		require.Contains(t, a.body, "No such event.", p)
+	}
+}
+
+// A cursor whose time no cursor holds is refused (400), as a malformed one
+// is: it would overflow on its way to Postgres and page from the newest row.
+func TestConsoleCursorOutOfRange(t *testing.T) {
+	t.Parallel()
+	h := startHookline(t)
+	b := newBrowser(t, h.url)
+	b.login()
+	b64 := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	for _, p := range []string{
+		"/admin/ui/dead?cursor=" + b64("d1.-9223372036854775808.3"),
+		"/admin/ui/dead?cursor=" + b64("d1.9223372036854775807.3"),
+		"/admin/ui/events?cursor=" + b64(`["e1",-9223372036854775808,"shop","evt_1"]`),
+		"/admin/ui/events?cursor=" + b64(`["e1",9223372036854775807,"shop","evt_1"]`),
+	} {
+		a := b.get(p)
+		require.Equal(t, http.StatusBadRequest, a.status, p)
+		require.Contains(t, a.body, `class="error"`, p)
+	}
+	require.Equal(t, http.StatusOK, b.get("/admin/ui/dead?cursor="+b64("d1.1796226727644590.3")).status, "a well-formed cursor still pages")
 }

@@ -158,6 +158,11 @@ func (c *Console) eventPage(ec echo.Context) error {
 	if ec.Path() == Prefix+"/event" {
 		source, eventID = ec.QueryParam("source"), ec.QueryParam("id")
 	}
+	if !isText(source) || !isText(eventID) {
+		// No event has such a source or id (ingest refuses them), and
+		// Postgres could not compare them: a 404, as in the JSON API.
+		return c.fail(ec, jobs.ErrEventNotFound)
+	}
 	ev, err := c.cfg.Events.Lookup(ctx, source, eventID)
 	if err != nil {
 		return c.fail(ec, err)
@@ -397,6 +402,12 @@ func (c *Console) destinationsPage(ec echo.Context) error {
 		Data: struct{ Items []destinationRow }{destinationRows(list)}})
 }
 
+// isText reports whether v is valid UTF-8 without a NUL byte: text that
+// Postgres can compare, as every stored source and event id is.
+func isText(v string) bool {
+	return utf8.ValidString(v) && !strings.ContainsRune(v, 0)
+}
+
 // pathParam returns a path segment unescaped: echo matches on the raw path
 // when the URL has escapes (an event id with "/" arrives as %2F).
 func pathParam(ec echo.Context, name string) string {
@@ -452,8 +463,9 @@ func parseDeadCursor(s string) (*jobs.DeadKey, error) {
 	}
 	us, err1 := strconv.ParseInt(parts[1], 10, 64)
 	id, err2 := strconv.ParseInt(parts[2], 10, 64)
-	if err1 != nil || err2 != nil || id <= 0 {
+	at, inRange := jobs.CursorTime(us)
+	if err1 != nil || err2 != nil || id <= 0 || !inRange {
 		return nil, jobs.ErrBadCursor
 	}
-	return &jobs.DeadKey{DeadAt: time.UnixMicro(us), ID: id}, nil
+	return &jobs.DeadKey{DeadAt: at, ID: id}, nil
 }

@@ -534,6 +534,11 @@ func (c *Config) validateServer() error {
 	if err := orDefault(&c.ShutdownTimeout, DefaultShutdownTimeout, "shutdown_timeout"); err != nil {
 		return err
 	}
+	if c.AdminToken != "" && strings.TrimSpace(c.AdminToken) != c.AdminToken {
+		// An Authorization header cannot carry it (HTTP trims a header
+		// value), so no request could ever authenticate.
+		return field("admin_token", "has leading or trailing white space (a newline from a secret file?), which no Authorization header can carry; remove it")
+	}
 	if c.MetricsOnAdmin && c.AdminListen == "" {
 		return field("metrics_on_admin", "requires admin_listen (without it, /metrics is served on listen)")
 	}

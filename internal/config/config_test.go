@@ -648,3 +648,19 @@ func TestReconcile(t *testing.T) {
 	require.Equal(t, "sources[0].reconcile", fe.Path)
 	require.Contains(t, fe.Msg, "stripe", "names the providers that can be reconciled")
 }
+
+// An admin_token with white space around it (a secret file's newline) is an
+// error naming the field: no Authorization header can carry it, so the admin
+// API would answer every request 401.
+func TestAdminTokenWhiteSpace(t *testing.T) {
+	t.Parallel()
+	raw := []byte("database_url: x\nadmin_token: '${TOKEN}'\nsources:\n" + oneSource)
+	for _, tok := range []string{"tok\n", " tok", "tok\t", "\r\n", "  "} {
+		_, err := config.Parse(raw, env(map[string]string{"TOKEN": tok}))
+		require.Equal(t, "admin_token", fieldError(t, err).Path, "%q", tok)
+		require.Contains(t, err.Error(), "white space", "%q", tok)
+	}
+	c, err := config.Parse(raw, env(map[string]string{"TOKEN": "tok en"}))
+	require.NoError(t, err, "white space inside is the token's own")
+	require.Equal(t, "tok en", c.AdminToken)
+}
