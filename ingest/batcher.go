@@ -99,8 +99,15 @@ func (b *batcher) Close() {
 // errClosed answers deliveries that arrive after Close.
 var errClosed = errors.New("ingest is shutting down")
 
+// errAnswerDue answers a delivery whose answer deadline came before its
+// commit ended.
+var errAnswerDue = errors.New("ingest: the commit did not end before the answer was due")
+
 // Submit hands d to a committer and waits for its result. It gives up with
-// ErrBusy if no committer takes it within timeout.
+// ErrBusy if no committer takes it within timeout. A deadline on ctx is
+// when the delivery must be answered: the commit of its batch is bounded
+// by it, and past it Submit returns errAnswerDue (a 503, never a 2xx)
+// even if a commit left hanging by an unresponsive database has not ended.
 func (b *batcher) Submit(ctx context.Context, d *Delivery, timeout time.Duration) ([]EventResult, error) {
 	p := &pending{ctx: ctx, d: d, done: make(chan batchResult, 1)}
 	if err := b.enqueue(p, timeout); err != nil {
@@ -108,9 +115,38 @@ func (b *batcher) Submit(ctx context.Context, d *Delivery, timeout time.Duration
 	}
 	// Once queued, the delivery may be committed: wait for the outcome so
 	// that a 2xx is only ever given after COMMIT. The transaction itself is
-	// bounded by the committer's timeout.
-	r := <-p.done
-	return r.res, r.err
+	// bounded by the committer's timeout and by ctx's deadline.
+	var due <-chan time.Time
+	if dl, ok := ctx.Deadline(); ok {
+		t := time.NewTimer(time.Until(dl))
+		defer t.Stop()
+		due = t.C
+	}
+	select {
+	case r := <-p.done:
+		return r.res, r.err
+	case <-due:
+		select { // an outcome that came at the same moment wins
+		case r := <-p.done:
+			return r.res, r.err
+		default:
+		}
+		return nil, errAnswerDue
+	}
+}
+
+// commitDeadline is when a commit of ps started now must end: within
+// commitTimeout, and before the first of their answer deadlines (a
+// request's deadline; a cancelled request, whose client is gone, does not
+// shorten it).
+func commitDeadline(ps []*pending, now time.Time) time.Time {
+	deadline := now.Add(commitTimeout)
+	for _, p := range ps {
+		if dl, ok := p.ctx.Deadline(); ok && dl.Before(deadline) {
+			deadline = dl
+		}
+	}
+	return deadline
 }
 
 func (b *batcher) enqueue(p *pending, timeout time.Duration) error {
@@ -239,7 +275,7 @@ func (b *batcher) drain(g *gathering) {
 func (b *batcher) run(batch []*pending) {
 	live := batch[:0:0]
 	for _, p := range batch {
-		if p.ctx.Err() != nil { // the client is gone: nothing was stored, nothing to answer
+		if p.ctx.Err() != nil { // the client is gone, or its answer is due: nothing was stored
 			p.done <- batchResult{err: p.ctx.Err()}
 			continue
 		}
@@ -255,7 +291,7 @@ func (b *batcher) run(batch []*pending) {
 	if b.observe != nil {
 		b.observe(len(ds))
 	}
-	deadline := time.Now().Add(commitTimeout)
+	deadline := commitDeadline(live, time.Now())
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	res, err := b.commit(ctx, ds)
 	if dberr.Transient(err) { // a deadlock or serialization failure: once more
@@ -277,7 +313,7 @@ func (b *batcher) run(batch []*pending) {
 	// A data error: retry each delivery alone so only the bad one fails; all
 	// the retries together get one more commit bound (the senders are waiting).
 	for _, p := range live {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(commitTimeout))
+		ctx, cancel := context.WithDeadline(context.Background(), commitDeadline([]*pending{p}, deadline))
 		res, err := b.commit(ctx, []*Delivery{p.d})
 		cancel()
 		if err != nil {

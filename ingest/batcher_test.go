@@ -239,3 +239,58 @@ func TestBatcherBusy(t *testing.T) {
 	wg.Wait()
 	b.Close()
 }
+
+// While the database hangs (every commit waits until its context ends),
+// each delivery is answered by its own deadline, also one queued behind a
+// commit in flight: the batch's commit is bounded by its members'
+// deadlines, not by commitTimeout alone, and Submit gives up at the
+// deadline even on a commit that does not end.
+func TestBatcherAnswersByTheDeadline(t *testing.T) {
+	t.Parallel()
+	hang := func(ctx context.Context, _ []*Delivery) ([][]EventResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	b := newBatcher(hang, 1, 8, 0, nil)
+	defer b.Close()
+	const bound = 300 * time.Millisecond
+	var wg sync.WaitGroup
+	submit := func() {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
+			defer cancel()
+			start := time.Now()
+			_, err := b.Submit(ctx, delivery("x"), time.Minute)
+			require.Error(t, err)
+			require.Less(t, time.Since(start), bound+250*time.Millisecond, "answered past its deadline")
+		})
+	}
+	submit()
+	inFlight(t, b)
+	for range 3 {
+		submit()
+	}
+	wg.Wait()
+
+	// A commit that ignores its context (a connection stuck in the kernel).
+	gate := make(chan struct{})
+	stuck := newBatcher(func(context.Context, []*Delivery) ([][]EventResult, error) {
+		<-gate
+		return nil, errors.New("too late")
+	}, 1, 8, 0, nil)
+	defer stuck.Close()
+	defer close(gate)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	answered := make(chan error, 1)
+	go func() {
+		_, err := stuck.Submit(ctx, delivery("x"), time.Minute)
+		answered <- err
+	}()
+	select {
+	case err := <-answered:
+		require.ErrorIs(t, err, errAnswerDue)
+	case <-time.After(bound + 250*time.Millisecond):
+		t.Fatal("no answer by the deadline while the commit hangs")
+	}
+}

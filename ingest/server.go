@@ -587,13 +587,36 @@ func newDelivery(src *Source, req *http.Request, body []byte, received time.Time
 	return d
 }
 
-// store commits d through the group committer (or alone, in the naive mode).
-func (s *Server) store(ctx context.Context, d *Delivery, deadline time.Time) ([]EventResult, error) {
-	if s.batch != nil {
-		return s.batch.Submit(ctx, d, max(time.Until(deadline), time.Millisecond))
+// answerSlack is how long past the queue deadline a delivery whose body
+// came in time may wait for its commit: with the default queue_timeout,
+// every answer comes within 4.5 s, also while the database hangs.
+const answerSlack = 1500 * time.Millisecond
+
+// answerBy is when a delivery whose queue deadline is deadline, and whose
+// body has just been read, must be answered: answerSlack past the queue
+// deadline, or, for a body that arrived late, commitTimeout from now.
+func answerBy(deadline, now time.Time) time.Time {
+	return later(deadline.Add(answerSlack), now.Add(commitTimeout))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
 	}
-	ctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	return b
+}
+
+// store commits d through the group committer (or alone, in the naive
+// mode), answering by answerBy whatever the database does.
+func (s *Server) store(ctx context.Context, d *Delivery, deadline time.Time) ([]EventResult, error) {
+	now := time.Now()
+	ctx, cancel := context.WithDeadline(ctx, answerBy(deadline, now))
 	defer cancel()
+	if s.batch != nil {
+		return s.batch.Submit(ctx, d, max(deadline.Sub(now), time.Millisecond))
+	}
+	ctx, cancelCommit := context.WithTimeout(ctx, commitTimeout)
+	defer cancelCommit()
 	all, err := s.db.commit(ctx, []*Delivery{d})
 	if err != nil {
 		return nil, err

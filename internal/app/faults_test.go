@@ -266,6 +266,10 @@ func terminateWhileDelivering(t *testing.T, maxAttempts int, period time.Duratio
 	}()
 
 	const senders, perSender = 6, 25
+	// The senders give up at sendUntil: on a starved machine nearly every
+	// answer is a 503 and 4,500 tries would take many minutes. What is
+	// checked holds whatever number of events got their 2xx.
+	sendUntil := time.Now().Add(2 * time.Minute)
 	var mu sync.Mutex
 	var got2xx []string
 	var unavailable atomic.Int32
@@ -275,6 +279,9 @@ func terminateWhileDelivering(t *testing.T, maxAttempts int, period time.Duratio
 			for i := range perSender {
 				id := fmt.Sprintf("evt_term_%d_%d", s, i)
 				for try := range 30 { // a provider retries 503s
+					if time.Now().After(sendUntil) {
+						return
+					}
 					a := postEvent(testClient, procs[(s+try)%2].BaseURL(), "s", id, stripeSecret)
 					if a.Status == http.StatusOK {
 						mu.Lock()
@@ -300,6 +307,7 @@ func terminateWhileDelivering(t *testing.T, maxAttempts int, period time.Duratio
 	<-killed
 	t.Logf("terminated %d backends; %d answers were 503; %d of %d events answered 2xx", terminated.Load(), unavailable.Load(), len(got2xx), senders*perSender)
 	require.Positive(t, terminated.Load())
+	require.NotEmpty(t, got2xx, "no event was accepted: nothing of what follows would be checked")
 
 	st, err := states(context.Background(), connect(t, dbURL))
 	require.NoError(t, err)
@@ -603,11 +611,7 @@ func TestPostgresFrozen(t *testing.T) {
 			slow = append(slow, fmt.Sprintf("%s took %s", r.id, r.a.Took.Round(time.Millisecond)))
 		}
 	}
-	if len(slow) > 0 && os.Getenv("HOOKLINE_KNOWN_BUGS") == "" {
-		t.Logf("POSSIBLE BUG (ingest): answers slower than 5s while Postgres hangs (set HOOKLINE_KNOWN_BUGS=1 to fail on it): %v", slow)
-	} else {
-		require.Empty(t, slow, "each answer within 5s while Postgres hangs")
-	}
+	require.Empty(t, slow, "each answer within 5s while Postgres hangs")
 	thawed := time.Now()
 	require.Eventually(t, func() bool {
 		return postEvent(testClient, p.BaseURL(), "s", "evt_thawed", stripeSecret).Status == http.StatusOK
