@@ -47,6 +47,11 @@ func (c *command) dev(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stdout, devUsage); err != nil {
 		return err
 	}
+	// The flags are checked before a database is started (or reached):
+	// a mistyped --listen is bad usage, named, not a PostgreSQL start-up.
+	if err := c.checkDevFlags(*listen, *otlp); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := newLogger(stderr, "text", "info")
@@ -57,28 +62,8 @@ func (c *command) dev(args []string, stdout, stderr io.Writer) error {
 	}
 	defer cleanup()
 
-	host := *listen
-	if strings.HasPrefix(host, ":") {
-		host = "127.0.0.1" + host
-	}
-	cfgYAML := fmt.Sprintf(`# Written by hookline dev: a demo source whose events go to a built-in sink.
-listen: %q
-database_url: %q
-admin_token: %q
-log: {format: text}
-shutdown_timeout: 10s
-sources:
-  - name: demo
-    provider: stripe
-    secrets: [%q]
-    on_duplicate: skip
-    lease: 30s
-    destination:
-      url: "http://%s/dev/sink/demo"
-      max_attempts: 5
-      backoff: {min: 1s, max: 30s}
-tracing: {otlp_endpoint: %q}
-`, *listen, dbURL, demoAdminToken, demoSecret, host, *otlp)
+	host := devHost(*listen)
+	cfgYAML := devConfig(*listen, host, dbURL, *otlp)
 	if err := os.MkdirAll(devDir, 0o755); err != nil {
 		return err
 	}
@@ -221,4 +206,62 @@ func dockerDatabase(ctx context.Context, stdout io.Writer) (string, func(), erro
 	}
 	stop()
 	return "", nil, errors.New("the postgres container did not become ready within 60s")
+}
+
+// devHost is the host:port the demo's URLs use for a --listen address
+// (":8080" is reached on 127.0.0.1).
+func devHost(listen string) string {
+	if strings.HasPrefix(listen, ":") {
+		return "127.0.0.1" + listen
+	}
+	return listen
+}
+
+// devConfig is the configuration hookline dev writes to .hookline/dev.yaml.
+// host is where its demo destination is reached (devHost).
+func devConfig(listen, host, dbURL, otlp string) string {
+	return fmt.Sprintf(`# Written by hookline dev: a demo source whose events go to a built-in sink.
+listen: %q
+database_url: %q
+admin_token: %q
+log: {format: text}
+shutdown_timeout: 10s
+sources:
+  - name: demo
+    provider: stripe
+    secrets: [%q]
+    on_duplicate: skip
+    lease: 30s
+    destination:
+      url: "http://%s/dev/sink/demo"
+      max_attempts: 5
+      backoff: {min: 1s, max: 30s}
+tracing: {otlp_endpoint: %q}
+`, listen, dbURL, demoAdminToken, demoSecret, host, otlp)
+}
+
+// checkDevFlags validates --listen and --otlp-endpoint as the demo
+// configuration would use them, before any database is started: an error
+// is bad usage (exit 2) naming the flag.
+func (c *command) checkDevFlags(listen, otlp string) error {
+	// The demo destination's host is fixed here so that a bad --listen is
+	// reported as the listen address it is, not as the URL derived from it.
+	cfg, err := config.Parse([]byte(devConfig(listen, "127.0.0.1:8080", "postgres://hookline@127.0.0.1:5432/hookline", otlp)),
+		os.Getenv)
+	if err == nil {
+		err = app.Check(cfg, app.Options{Role: app.RoleAll, Handlers: c.handlers})
+	}
+	if err == nil {
+		return nil
+	}
+	var fe *config.FieldError
+	if errors.As(err, &fe) {
+		switch fe.Path {
+		case "listen":
+			return &exitError{2, fmt.Errorf("dev: --listen: %s", fe.Msg)}
+		case "tracing.otlp_endpoint":
+			return &exitError{2, fmt.Errorf("dev: --otlp-endpoint: %s", fe.Msg)}
+		}
+	}
+	return &exitError{2, fmt.Errorf("dev: %w", err)}
 }

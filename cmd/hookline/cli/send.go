@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -117,7 +118,8 @@ func cmdSend(args []string, stdout, stderr io.Writer) error {
 	if *file != "" {
 		req = &providers.Request{Header: http.Header{"Content-Type": {"application/json"}}}
 		if req.Body, err = os.ReadFile(*file); err != nil {
-			return err
+			// A file that cannot be read is bad usage, named: nothing was sent.
+			return &exitError{2, fmt.Errorf("send: --file %q: %w", *file, unwrapPathError(err))}
 		}
 		if !json.Valid(req.Body) {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -595,4 +597,15 @@ func xmlEscape(s string) string {
 	var b strings.Builder
 	_ = xml.EscapeText(&b, []byte(s))
 	return b.String()
+}
+
+// unwrapPathError drops the path os.ReadFile repeats ("open F: no such
+// file or directory" becomes "no such file or directory"): the message
+// already names the file.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -139,3 +139,66 @@ func TestBadURLIsBadUsage(t *testing.T) {
 		require.Contains(t, r.stderr, `hookline dead: HOOKLINE_URL "`+u+`": `, u)
 	}
 }
+
+// TestHelpCommand: `hookline help COMMAND` prints that command's usage and
+// flags (as `hookline COMMAND --help` does), not the list of commands; an
+// unknown command is bad usage.
+func TestHelpCommand(t *testing.T) {
+	usageDir(t)
+	for _, c := range []struct {
+		cmd, usage string
+	}{
+		{"serve", "usage: hookline serve [--config FILE]"},
+		{"migrate", "usage: hookline migrate up|down|status"},
+		{"send", "usage: hookline send --config FILE --source NAME"},
+		{"check", "usage: hookline check [--config FILE] [--db]"},
+		{"dead", "usage: hookline dead"},
+	} {
+		r := runMain("help", c.cmd)
+		require.Equal(t, 0, r.code, "%s: %s", c.cmd, r.stderr)
+		require.True(t, strings.HasPrefix(r.stdout, c.usage), "help %s: %s", c.cmd, r.stdout)
+		require.Empty(t, r.stderr, c.cmd)
+	}
+	r := runMain("help")
+	require.Equal(t, 0, r.code)
+	require.True(t, strings.HasPrefix(r.stdout, "hookline — "), r.stdout)
+
+	r = runMain("help", "nope")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, `help: unknown command "nope"`)
+}
+
+// TestSendUnreadableFileIsBadUsage: a --file that cannot be read is bad
+// usage (exit 2) naming --file, not a refusal by the server (exit 1).
+func TestSendUnreadableFileIsBadUsage(t *testing.T) {
+	usageDir(t)
+	require.NoError(t, os.Mkdir("adir", 0o755))
+	for _, f := range []string{"missing.json", "adir"} {
+		r := runMain("send", "--source", "s", "--file", f)
+		require.Equal(t, 2, r.code, "%s: %s", f, r.stderr)
+		require.Contains(t, r.stderr, `send: --file "`+f+`": `, f)
+		require.Empty(t, r.stdout, "nothing was sent")
+	}
+}
+
+// TestDevFlagsCheckedFirst: hookline dev checks --listen and
+// --otlp-endpoint before it starts or reaches a database, and names the
+// flag (exit 2); it writes nothing under ./.hookline.
+func TestDevFlagsCheckedFirst(t *testing.T) {
+	usageDir(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dev", "--listen", "bogus"}, `dev: --listen: "bogus": want host:port`},
+		{[]string{"dev", "--listen", ":x"}, `dev: --listen: ":x": the port must be a number`},
+		{[]string{"dev", "--otlp-endpoint", "ftp://x"}, `dev: --otlp-endpoint: "ftp://x": want an http or https URL`},
+	} {
+		r := runMain(c.args...)
+		require.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)
+		require.Contains(t, r.stderr, c.want, c.args)
+		require.NotContains(t, r.stdout, "DATABASE_URL", "%v: checked before the database", c.args)
+		_, err := os.Stat(".hookline")
+		require.True(t, os.IsNotExist(err), "%v: wrote .hookline", c.args)
+	}
+}
