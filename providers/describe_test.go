@@ -182,3 +182,35 @@ func TestDocsRowPerAdapter(t *testing.T) {
 	}
 	require.Len(t, rows, len(providers.Names()), "rows for adapters that are not registered")
 }
+
+// TestDocsOracleAgreesWithTable: an adapter's section says "Oracle: doc
+// formula." only when the per-adapter table's source of truth is the doc
+// formula too; a section never claims less than what its tests check.
+func TestDocsOracleAgreesWithTable(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../docs/providers.md")
+	require.NoError(t, err)
+	doc := string(raw)
+	start := strings.Index(doc, "### Per adapter:")
+	require.GreaterOrEqual(t, start, 0, "the per-adapter table")
+	source := map[string]string{}
+	for _, line := range strings.Split(doc[start:], "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), " | ")
+		source[strings.Trim(strings.TrimSpace(cells[0]), "`")] = strings.TrimSpace(cells[len(cells)-1])
+	}
+	for _, name := range providers.Names() {
+		at := strings.Index(doc, "\n## "+name+"\n")
+		require.GreaterOrEqual(t, at, 0, "a section for %s", name)
+		section := doc[at+1:]
+		if end := strings.Index(section[3:], "\n## "); end >= 0 {
+			section = section[:end+3]
+		}
+		if strings.Contains(section, "\n- **Oracle**: doc formula.\n") {
+			require.True(t, strings.HasPrefix(source[name], "doc formula"),
+				"%s: the section says its oracle is the doc formula, the per-adapter table says %q", name, source[name])
+		}
+	}
+}
