@@ -135,6 +135,23 @@ func (fakeStats) DestinationStates(context.Context) ([]metrics.DestinationState,
 // reads it.
 func exposedMetrics(t *testing.T) map[string]string {
 	t.Helper()
+	out := map[string]string{}
+	for name, f := range exposedFamilies(t) {
+		out[name] = f.typ
+	}
+	return out
+}
+
+// family is what a scrape shows of one metric: its type and its labels
+// (a histogram's le aside), sorted.
+type family struct {
+	typ    string
+	labels []string
+}
+
+// exposedFamilies is exposedMetrics with each metric's labels.
+func exposedFamilies(t *testing.T) map[string]family {
+	t.Helper()
 	// Pedantic: Gather fails if a collector reports a metric it did not
 	// describe.
 	reg := prometheus.NewPedanticRegistry()
@@ -163,11 +180,21 @@ func exposedMetrics(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatalf("gathering hookline's metrics: %v", err)
 	}
-	out := map[string]string{}
+	out := map[string]family{}
 	for _, mf := range mfs {
-		if strings.HasPrefix(mf.GetName(), "hookline_") {
-			out[mf.GetName()] = mf.GetType().String()
+		if !strings.HasPrefix(mf.GetName(), "hookline_") {
+			continue
 		}
+		f := family{typ: mf.GetType().String(), labels: []string{}}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if !slices.Contains(f.labels, l.GetName()) {
+					f.labels = append(f.labels, l.GetName())
+				}
+			}
+		}
+		slices.Sort(f.labels)
+		out[mf.GetName()] = f
 	}
 	// metrics.Metrics has one collector per field; a new one must get a
 	// sample above, or it would be missing here.
@@ -339,6 +366,46 @@ func TestDashboardMetrics(t *testing.T) {
 	for name := range notOnDashboard {
 		if !documented[name] {
 			t.Errorf("notOnDashboard lists %s, which %s does not: remove it", name, operationsPath)
+		}
+	}
+}
+
+// documentedRow matches a metric as the first cell of the "## Metrics"
+// table writes it: its name and, if it has any, its labels.
+var documentedRow = regexp.MustCompile("`(hookline_[a-z_]+)(?:\\{([a-z_,]+)\\})?`")
+
+// Every metric hookline exposes is in docs/operations.md's "## Metrics"
+// table, with the labels it has; every metric the table lists is exposed.
+func TestMetricsTableListsEveryMetric(t *testing.T) {
+	t.Parallel()
+	exposed := exposedFamilies(t)
+	documented := map[string][]string{}
+	for _, line := range strings.Split(metricsSection(t), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 || !strings.HasPrefix(line, "|") {
+			continue
+		}
+		for _, m := range documentedRow.FindAllStringSubmatch(cells[1], -1) {
+			labels := []string{}
+			if m[2] != "" {
+				labels = strings.Split(m[2], ",")
+			}
+			slices.Sort(labels)
+			documented[m[1]] = labels
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(exposed)) {
+		labels, ok := documented[name]
+		switch {
+		case !ok:
+			t.Errorf("%s: the Metrics table does not list %s, which hookline exposes: add a row", operationsPath, name)
+		case !slices.Equal(labels, exposed[name].labels):
+			t.Errorf("%s: the Metrics table gives %s the labels %v; it has %v", operationsPath, name, labels, exposed[name].labels)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(documented)) {
+		if _, ok := exposed[name]; !ok {
+			t.Errorf("%s: the Metrics table lists %s, which hookline does not expose", operationsPath, name)
 		}
 	}
 }

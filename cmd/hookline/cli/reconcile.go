@@ -47,12 +47,7 @@ type reconcileCommand struct {
 
 // Run is cmdReconcile with a context and the command's environment.
 func (cmd *reconcileCommand) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := cmd.run(ctx, args, stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, reconcileUsage)
-		return 0
-	}
-	return exitCode(stderr, "reconcile", err)
+	return exitCode(stderr, "reconcile", cmd.run(ctx, args, stdout))
 }
 
 func (cmd *reconcileCommand) run(ctx context.Context, args []string, stdout io.Writer) error {
@@ -73,7 +68,8 @@ func (cmd *reconcileCommand) run(ctx context.Context, args []string, stdout io.W
 	fs.BoolVar(&asJSON, "json", false, "print the server's JSON")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			// The usage and the flags, like every command's help.
+			return printHelp(stdout, reconcileUsage, fs)
 		}
 		return usageError{err.Error()}
 	}
