@@ -116,23 +116,21 @@ func (b *batcher) Submit(ctx context.Context, d *Delivery, timeout time.Duration
 	// Once queued, the delivery may be committed: wait for the outcome so
 	// that a 2xx is only ever given after COMMIT. The transaction itself is
 	// bounded by the committer's timeout and by ctx's deadline.
-	var due <-chan time.Time
-	if dl, ok := ctx.Deadline(); ok {
-		t := time.NewTimer(time.Until(dl))
-		defer t.Stop()
-		due = t.C
-	}
 	select {
 	case r := <-p.done:
 		return r.res, r.err
-	case <-due:
-		select { // an outcome that came at the same moment wins
-		case r := <-p.done:
-			return r.res, r.err
-		default:
-		}
+	case <-ctx.Done():
+	}
+	select { // an outcome that came at the same moment wins
+	case r := <-p.done:
+		return r.res, r.err
+	default:
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return nil, errAnswerDue
 	}
+	r := <-p.done // the client is gone: nothing to answer, but the outcome ends the wait
+	return r.res, r.err
 }
 
 // commitDeadline is when a commit of ps started now must end: within

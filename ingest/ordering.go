@@ -104,7 +104,7 @@ func ParseOrderBy(v string) (value, kind string) {
 		}
 		return v, ByNumber
 	}
-	t, err := time.Parse(time.RFC3339Nano, upperRFC3339(v))
+	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(v)) // RFC 3339 allows "t" and "z" in lower case
 	if err != nil {
 		return "", ""
 	}
@@ -113,16 +113,4 @@ func ParseOrderBy(v string) (value, kind string) {
 		return fmt.Sprintf("-%d.%09d", -sec-1, 1_000_000_000-nsec), ByTime
 	}
 	return fmt.Sprintf("%d.%09d", sec, nsec), ByTime
-}
-
-// upperRFC3339 upper-cases the "t" between date and time and a "z" zone of
-// v: RFC 3339 allows them in lower case, Go's parser only in upper case.
-func upperRFC3339(v string) string {
-	if len(v) > 10 && v[10] == 't' {
-		v = v[:10] + "T" + v[11:]
-	}
-	if strings.HasSuffix(v, "z") {
-		v = v[:len(v)-1] + "Z"
-	}
-	return v
 }

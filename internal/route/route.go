@@ -9,6 +9,7 @@ package route
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -72,13 +73,11 @@ func Compile(types []string, where map[string]any) (*Matcher, *CompileError) {
 		if strings.TrimSpace(p) == "" {
 			return nil, &CompileError{"where", "empty JSON path"}
 		}
-		if hasTime(where[p]) {
-			// YAML reads an unquoted 2026-01-01 as a timestamp, which would be
-			// compared as "2026-01-01T00:00:00Z" and never equal the text
-			// the body carries.
-			return nil, &CompileError{"where." + p, `a YAML date or time: quote it ("2026-01-01") to compare it as the text the body carries`}
+		v, err := normalize(where[p])
+		if err != nil {
+			return nil, &CompileError{"where." + p, err.Error()}
 		}
-		raw, err := json.Marshal(normalize(where[p]))
+		raw, err := json.Marshal(v)
 		if err != nil {
 			return nil, &CompileError{"where." + p, fmt.Sprintf("value cannot be written as JSON: %v", err)}
 		}
@@ -91,57 +90,45 @@ func Compile(types []string, where map[string]any) (*Matcher, *CompileError) {
 	return m, nil
 }
 
-// hasTime reports whether v holds a time.Time (a YAML timestamp).
-func hasTime(v any) bool {
-	switch x := v.(type) {
-	case time.Time:
-		return true
-	case map[any]any:
-		for _, e := range x {
-			if hasTime(e) {
-				return true
-			}
-		}
-	case map[string]any:
-		for _, e := range x {
-			if hasTime(e) {
-				return true
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if hasTime(e) {
-				return true
-			}
-		}
-	}
-	return false
-}
+// errYAMLTime refuses a YAML timestamp: YAML reads an unquoted 2026-01-01
+// as a time, which would be compared as "2026-01-01T00:00:00Z" and never
+// equal the text a body carries.
+var errYAMLTime = errors.New(`a YAML date or time: quote it ("2026-01-01") to compare it as the text the body carries`)
 
 // normalize turns YAML-decoded maps (map[string]any with nested
-// map[any]any) into values encoding/json can write.
-func normalize(v any) any {
+// map[any]any) into values encoding/json can write, refusing a YAML
+// timestamp anywhere in v (errYAMLTime).
+func normalize(v any) (any, error) {
+	var err error
 	switch x := v.(type) {
+	case time.Time:
+		return nil, errYAMLTime
 	case map[any]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[fmt.Sprint(k)] = normalize(e)
+			if out[fmt.Sprint(k)], err = normalize(e); err != nil {
+				return nil, err
+			}
 		}
-		return out
+		return out, nil
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = normalize(e)
+			if out[k], err = normalize(e); err != nil {
+				return nil, err
+			}
 		}
-		return out
+		return out, nil
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = normalize(e)
+			if out[i], err = normalize(e); err != nil {
+				return nil, err
+			}
 		}
-		return out
+		return out, nil
 	}
-	return v
+	return v, nil
 }
 
 // Match reports whether an event of type eventType whose raw body is body

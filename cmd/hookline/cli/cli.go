@@ -60,15 +60,6 @@ Run 'hookline COMMAND -h' for a command's flags.
 Exit codes: 0 done, 1 the server, database or network refused, 2 bad usage.
 `
 
-// knownCommand says whether name is one of hookline's commands.
-func knownCommand(name string) bool {
-	switch name {
-	case "serve", "migrate", "dev", "send", "check", "providers", "dead", "destinations", "reconcile":
-		return true
-	}
-	return false
-}
-
 // exitError carries an exit code.
 type exitError struct {
 	code int
@@ -160,11 +151,8 @@ func (c *command) run(args []string, stdout, stderr io.Writer) int {
 	case "-h", "--help", "help":
 		// `hookline help COMMAND` is `hookline COMMAND --help`: that
 		// command's usage and flags, not the list of commands.
+		// An unknown COMMAND is refused as an unknown command is.
 		if len(args) > 1 && args[0] == "help" && args[1] != "help" && args[1] != "-h" && args[1] != "--help" {
-			if !knownCommand(args[1]) {
-				fmt.Fprintf(stderr, "hookline: help: unknown command %q\n\n%s", args[1], usage)
-				return 2
-			}
 			return c.run([]string{args[1], "--help"}, stdout, stderr)
 		}
 		fmt.Fprint(stdout, usage)

@@ -165,7 +165,7 @@ func TestHelpCommand(t *testing.T) {
 
 	r = runMain("help", "nope")
 	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, `help: unknown command "nope"`)
+	require.Contains(t, r.stderr, `unknown command "nope"`)
 }
 
 // TestSendUnreadableFileIsBadUsage: a --file that cannot be read is bad
