@@ -292,6 +292,12 @@ func (b *batcher) run(batch []*pending) {
 	deadline := commitDeadline(live, time.Now())
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	res, err := b.commit(ctx, ds)
+	// A batch that did not commit because the server ended its connection's
+	// session is sent again: after pg_terminate_backend or a restart, each
+	// idle connection of the pool is dead but only found so when used.
+	for try := 0; try < maxResends && errors.As(err, new(uncommittedError)) && ctx.Err() == nil; try++ {
+		res, err = b.commit(ctx, ds)
+	}
 	if dberr.Transient(err) { // a deadlock or serialization failure: once more
 		res, err = b.commit(ctx, ds)
 	}
@@ -321,6 +327,10 @@ func (b *batcher) run(batch []*pending) {
 		}
 	}
 }
+
+// maxResends bounds how often a batch is sent again after its connection's
+// session was found ended: each try uses up one dead idle connection.
+const maxResends = 8
 
 // commitTimeout bounds one ingest transaction, so that during an outage each
 // answer (503) comes within the contract's 5 s.

@@ -2,9 +2,13 @@ package ingest
 
 import (
 	"context"
+	"io"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookline/hookline/internal/pgtest"
@@ -171,4 +175,62 @@ func TestPipelinedCommitIsAtomic(t *testing.T) {
 	var stuck int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`).Scan(&stuck))
 	require.Zero(t, stuck, "no connection is left in a transaction")
+}
+
+// After the server ends the sessions of the pool's idle connections
+// (pg_terminate_backend, as a DBA or a failover does), the next batch is
+// not refused: the connection it got is found dead before COMMIT's answer
+// (nothing committed), and the batch is sent again on another one. Only a
+// FATAL of the session's end is marked so; an ordinary error is not.
+func TestBatchSentAgainWhenItsSessionEnded(t *testing.T) {
+	t.Parallel()
+	st, pool := testStore(t)
+	ctx := context.Background()
+	b := newBatcher(st.commitPipelined, 1, 8, 0, nil)
+	defer b.Close()
+	src := testSource(&Source{Name: "s", OnDuplicate: OnDuplicateSkip, MaxAttempts: 3})
+
+	// Several idle connections, all of them then ended by the server.
+	var held []*pgxpool.Conn
+	for range 4 {
+		c, err := pool.Acquire(ctx)
+		require.NoError(t, err)
+		require.NoError(t, c.Ping(ctx))
+		held = append(held, c)
+	}
+	for _, c := range held {
+		c.Release()
+	}
+	killer, err := pgx.Connect(ctx, pool.Config().ConnString())
+	require.NoError(t, err)
+	defer killer.Close(ctx)
+	var ended int
+	require.NoError(t, killer.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&ended))
+	require.GreaterOrEqual(t, ended, 4)
+	require.Eventually(t, func() bool { // pg_terminate_backend signals; the sessions end a moment later
+		var left int
+		require.NoError(t, killer.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&left))
+		return left == 0
+	}, 10*time.Second, 10*time.Millisecond)
+
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	res, err := b.Submit(sctx, testDelivery(src, "evt_after_terminate", "x"), time.Second)
+	require.NoError(t, err, "a batch whose connection's session had ended is sent again")
+	require.Equal(t, StatusAccepted, res[0].Status)
+	var n int
+	require.NoError(t, killer.QueryRow(ctx, `SELECT count(*) FROM hookline_events WHERE event_id = 'evt_after_terminate'`).Scan(&n))
+	require.Equal(t, 1, n)
+
+	fatal := &pgconn.PgError{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "57P01"}
+	require.ErrorAs(t, uncommittedIfSessionEnded(fatal), new(uncommittedError))
+	for _, err := range []error{
+		&pgconn.PgError{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "57014"}, // a statement cancelled: it ran
+		&pgconn.PgError{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "08P01"},
+		io.ErrUnexpectedEOF, // a broken socket: the answers may have been lost
+	} {
+		require.NotErrorAs(t, uncommittedIfSessionEnded(err), new(uncommittedError), "%v", err)
+	}
 }
