@@ -227,7 +227,8 @@ func TestDatabaseErrorsDoNotStrandEvents(t *testing.T) {
 
 // terminateWhileDelivering runs two `hookline serve` instances (budget
 // maxAttempts), posts 150 events from 6 senders (retrying 503s) while every
-// hookline backend is terminated each period, checks that every event
+// hookline backend is terminated each period (for a second, then half a
+// second's pause, and again), checks that every event
 // answered 2xx is stored, and returns the database, the sink and the ids of
 // the stored events.
 func terminateWhileDelivering(t *testing.T, maxAttempts int, period time.Duration) (string, *sink, []string) {
@@ -248,7 +249,21 @@ func terminateWhileDelivering(t *testing.T, maxAttempts int, period time.Duratio
 	killed := make(chan struct{})
 	go func() {
 		defer close(killed)
+		// Every killing second is followed by a quiet half second. Killing
+		// without a pause, nothing may get in: a new backend's first
+		// transaction (connect, prepare, commit) takes longer than period on
+		// a loaded machine, and then no event is ever accepted.
+		const killing, quiet = time.Second, 500 * time.Millisecond
+		phase := time.Now()
 		for ctx.Err() == nil {
+			if time.Since(phase) >= killing {
+				select {
+				case <-ctx.Done():
+				case <-time.After(quiet):
+				}
+				phase = time.Now()
+				continue
+			}
 			var n int64
 			// MATERIALIZED: the filter must run before pg_terminate_backend,
 			// or other databases' sessions on a shared server die too.
