@@ -212,6 +212,9 @@ func Down(ctx context.Context, pool *pgxpool.Pool, all bool, logf Logf) error {
 			logf("no hookline migration to roll back")
 			return nil
 		}
+		if _, err := conn.Exec(ctx, clearStaleUniqueKeys); err != nil {
+			return fmt.Errorf("migrations: river down: %w", err)
+		}
 		res, err := rm.Migrate(ctx, rivermigrate.DirectionDown, &rivermigrate.MigrateOpts{TargetVersion: -1})
 		if err != nil {
 			return fmt.Errorf("migrations: river down: %w", err)
@@ -223,6 +226,21 @@ func Down(ctx context.Context, pool *pgxpool.Pool, all bool, logf Logf) error {
 		return err
 	})
 }
+
+// clearStaleUniqueKeys clears the unique_key of River's jobs that are
+// outside their unique states (a completed run of a unique job), which
+// River's uniqueness no longer consults. River's own down of its migration
+// 006 recreates a unique index on (kind, unique_key) over every state, which
+// such rows break wherever a unique job ran more than once (hookline's
+// periodic jobs, a retried event); the jobs still in their unique states
+// have distinct keys. A no-op before River's 006 (no bitmask function).
+const clearStaleUniqueKeys = `DO $$
+BEGIN
+	IF EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'river_job_state_in_bitmask' AND pg_function_is_visible(oid)) THEN
+		UPDATE river_job SET unique_key = NULL
+		WHERE unique_key IS NOT NULL AND unique_states IS NOT NULL AND NOT river_job_state_in_bitmask(unique_states, state);
+	END IF;
+END $$`
 
 // Check reports the migration status without changing anything.
 func Check(ctx context.Context, pool *pgxpool.Pool) (Status, error) {

@@ -133,3 +133,26 @@ func TestMigrateAPopulatedPreviousRelease(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT headers::text FROM hookline_deliveries WHERE id = 1`).Scan(&headers))
 	require.NotContains(t, headers, "Authorization", "credentials are stripped from stored rows")
 }
+
+// down --all rolls River back too on a database where a unique job ran more
+// than once: its finished runs share a key, which River's own down of its
+// migration 006 would have to make unique per kind.
+func TestDownAllWithFinishedUniqueJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	_, err := pool.Exec(ctx, `INSERT INTO river_job (args, kind, max_attempts, queue, state, finalized_at, unique_key, unique_states)
+		SELECT '{}', 'hookline.orphans', 1, 'default', 'completed', now(), '\x01', B'11110001' FROM generate_series(1, 2);
+		INSERT INTO river_job (args, kind, max_attempts, queue, state, unique_key, unique_states)
+		VALUES ('{}', 'hookline.orphans', 1, 'default', 'available', '\x01', B'11110001')`)
+	require.NoError(t, err)
+
+	require.NoError(t, migrations.Down(ctx, pool, true, nil))
+	var exists bool
+	require.NoError(t, pool.QueryRow(ctx, "SELECT to_regclass('river_job') IS NOT NULL").Scan(&exists))
+	require.False(t, exists)
+	require.NoError(t, migrations.Up(ctx, pool, nil))
+	st, err := migrations.Check(ctx, pool)
+	require.NoError(t, err)
+	require.True(t, st.Current())
+}
