@@ -449,12 +449,12 @@ func (a *App) newServer(h http.Handler) *http.Server {
 // listening.
 func (a *App) Run(ctx context.Context, ready func()) error {
 	type listener struct {
-		addr string
-		h    http.Handler
+		field, addr string
+		h           http.Handler
 	}
-	ls := []listener{{a.Config.Listen, a.Ingest}}
+	ls := []listener{{"listen", a.Config.Listen, a.Ingest}}
 	if a.admin != nil {
-		ls = append(ls, listener{a.Config.AdminListen, a.admin})
+		ls = append(ls, listener{"admin_listen", a.Config.AdminListen, a.admin})
 	}
 	var tlsCfg *tls.Config
 	if a.Config.TLSCert != "" {
@@ -471,7 +471,7 @@ func (a *App) Run(ctx context.Context, ready func()) error {
 			for _, o := range nls {
 				o.Close()
 			}
-			return fmt.Errorf("listen %s: %w", l.addr, err)
+			return fmt.Errorf("%s %s: %w", l.field, l.addr, err)
 		}
 		if tlsCfg != nil {
 			nl = tls.NewListener(nl, tlsCfg)

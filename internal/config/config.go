@@ -545,8 +545,8 @@ func (c *Config) validateServer() error {
 	if err := c.validateDatabase(); err != nil {
 		return err
 	}
-	if _, port, _ := net.SplitHostPort(c.Listen); c.AdminListen == c.Listen && port != "0" { // port 0: two free ports
-		return field("admin_listen", "is the same address as listen; give the admin API an address of its own, or leave admin_listen empty to serve it on listen")
+	if c.AdminListen != "" && sharesPort(c.Listen, c.AdminListen) {
+		return field("admin_listen", "%q takes the port of listen (%q); give the admin API an address of its own, or leave admin_listen empty to serve it on listen", c.AdminListen, c.Listen)
 	}
 	if err := orDefault(&c.Retention.Deliveries, DefaultDeliveryRetention, "retention.deliveries"); err != nil {
 		return err
@@ -1017,4 +1017,22 @@ func (s *Source) buildProvider(p string, factory providers.Factory) error {
 	}
 	s.provider = prov
 	return nil
+}
+
+// sharesPort reports whether listening on a and on b (host:port) would take
+// the same port of some interface, so that the second listener could not
+// start: equal ports other than 0 (0 is a free port each) on equal hosts, or
+// with either host a wildcard ("", 0.0.0.0, ::), which Go listens on for
+// every interface and address family.
+func sharesPort(a, b string) bool {
+	hostA, portA, errA := net.SplitHostPort(a)
+	hostB, portB, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	if portA != portB || portA == "0" {
+		return false
+	}
+	wildcard := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return hostA == hostB || wildcard(hostA) || wildcard(hostB)
 }

@@ -481,6 +481,29 @@ func TestListenAddresses(t *testing.T) {
 	require.Equal(t, "127.0.0.1:9090", c.AdminListen)
 	_, err = config.Parse([]byte("database_url: x\nlisten: ':8080'\nadmin_listen: ':8080'\nsources:\n"+oneSource), env(nil))
 	require.Equal(t, "admin_listen", fieldError(t, err).Path)
+	// A wildcard host listens on every interface: the other address cannot
+	// take the same port on any of them.
+	for _, tc := range []struct {
+		listen, admin string
+		refused       bool
+	}{
+		{":8080", "127.0.0.1:8080", true},
+		{"127.0.0.1:8080", ":8080", true},
+		{"0.0.0.0:8080", "10.0.0.5:8080", true},
+		{"[::]:8080", "127.0.0.1:8080", true},
+		{"127.0.0.1:8080", "127.0.0.1:8080", true},
+		{"127.0.0.1:8080", "10.0.0.5:8080", false},
+		{":8080", "127.0.0.1:8081", false},
+		{":0", ":0", false},
+	} {
+		_, err = config.Parse([]byte("database_url: x\nlisten: '"+tc.listen+"'\nadmin_listen: '"+tc.admin+"'\nsources:\n"+oneSource), env(nil))
+		if !tc.refused {
+			require.NoError(t, err, "%s and %s", tc.listen, tc.admin)
+			continue
+		}
+		require.Equal(t, "admin_listen", fieldError(t, err).Path, "%s and %s", tc.listen, tc.admin)
+		require.Contains(t, err.Error(), "takes the port of listen")
+	}
 	for key, src := range map[string]string{"database.max_conns": "database: {max_conns: -3}\n", "workers": "workers: 99999999\n"} {
 		_, err = config.Parse([]byte("database_url: x\n"+src+"sources:\n"+oneSource), env(nil))
 		require.Equal(t, key, fieldError(t, err).Path)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hookline/hookline/internal/adminclient"
@@ -324,6 +325,15 @@ func parseTimeFlag(name, v string) (time.Time, error) {
 	return t, nil
 }
 
+// routeNotFound reports whether a 404 answers a path the server does not
+// serve: the admin API is off ("not found"), or not on this listener (echo's
+// "Not Found" on listen when admin_listen is set), or the URL is not
+// hookline's. Any other 404 is the admin API's own, about the dead item,
+// destination or source the request named.
+func routeNotFound(ae *adminclient.APIError) bool {
+	return ae.Status == http.StatusNotFound && (ae.Message == "" || strings.EqualFold(ae.Message, "not found"))
+}
+
 // explain turns an error into a message that says what to do.
 func explainAdminError(err error, base, id string) error {
 	var ae *adminclient.APIError
@@ -336,7 +346,7 @@ func explainAdminError(err error, base, id string) error {
 	switch {
 	case ae.Status == http.StatusUnauthorized:
 		return fmt.Errorf("%d unauthorized: set HOOKLINE_ADMIN_TOKEN to the server's admin_token", ae.Status)
-	case ae.Status == http.StatusNotFound && id != "" && ae.Message != "not found":
+	case ae.Status == http.StatusNotFound && id != "" && !routeNotFound(ae):
 		return fmt.Errorf("%d: dead item %s not found (retried, completed or deleted already? see hookline dead list)", ae.Status, id)
 	case ae.Status == http.StatusNotFound:
 		return fmt.Errorf("%d not found: the admin API is off on %s (the server's admin_token is empty), or --url / HOOKLINE_URL points at the wrong listener (admin_listen?)", ae.Status, base)

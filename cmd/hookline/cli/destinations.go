@@ -143,11 +143,11 @@ func (cmd *destinationsCommand) run(ctx context.Context, getenv func(string) str
 
 // explainDestinationError is explainAdminError for a request naming one
 // destination: the server's own 404 (its message is not the bare "not
-// found" of a closed admin API or an unknown route) means the destination
-// is not configured there.
+// found" of a closed admin API or an unknown route: routeNotFound) means
+// the destination is not configured there.
 func explainDestinationError(err error, base, source, name string) error {
 	var ae *adminclient.APIError
-	if errors.As(err, &ae) && ae.Status == http.StatusNotFound && ae.Message != "not found" {
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound && !routeNotFound(ae) {
 		return fmt.Errorf("%d: destination %s/%s not found (not configured on the server at %s? see hookline destinations list)", ae.Status, source, name, base)
 	}
 	return explainAdminError(err, base, "")

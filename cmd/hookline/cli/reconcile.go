@@ -105,7 +105,7 @@ func explainReconcileError(err error, base, source string) error {
 		return explainAdminError(err, base, "")
 	}
 	switch {
-	case ae.Status == http.StatusNotFound && ae.Message != "not found":
+	case ae.Status == http.StatusNotFound && !routeNotFound(ae):
 		return fmt.Errorf("%d: source %s is not configured on the server at %s", ae.Status, source, base)
 	case ae.Status == http.StatusConflict:
 		return fmt.Errorf("%d: %s", ae.Status, ae.Message)
