@@ -441,7 +441,8 @@ func document(raw []byte) (*yaml.Node, error) {
 // decode expands root's ${VAR} references with lookup and decodes it into
 // a Config, not yet validated; errors name the field.
 func decode(root *yaml.Node, lookup Lookup) (*Config, error) {
-	if err := expand(root, lookup); err != nil {
+	unsetAt, err := expand(root, lookup)
+	if err != nil {
 		return nil, err
 	}
 	expanded, err := yaml.Marshal(root)
@@ -458,17 +459,24 @@ func decode(root *yaml.Node, lookup Lookup) (*Config, error) {
 		// Positions are those of expanded, so look paths up there.
 		var doc yaml.Node
 		if yaml.Unmarshal(expanded, &doc) == nil {
+			var named error
 			var de *durationError
+			var te *yaml.TypeError
 			if errors.As(err, &de) {
 				if p := pathAt(&doc, de.line, de.column); p != "" {
-					return nil, field(p, "%s", de.msg())
+					named = field(p, "%s", de.msg())
 				}
 			}
-			var te *yaml.TypeError
-			if errors.As(err, &te) {
-				if named := nameTypeError(&doc, te); named != nil {
-					return nil, named
-				}
+			if named == nil && errors.As(err, &te) {
+				named = nameTypeError(&doc, te)
+			}
+			var fe *FieldError
+			if errors.As(named, &fe) && unsetAt[fe.Path] != "" {
+				// The value the field cannot take is an unset variable's "".
+				return nil, unsetError(fe.Path, unsetAt[fe.Path])
+			}
+			if named != nil {
+				return nil, named
 			}
 		}
 		return nil, wrap(fmt.Errorf("config: %w", err))

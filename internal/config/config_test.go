@@ -327,6 +327,31 @@ func TestExpandSecretFields(t *testing.T) {
 	}
 }
 
+// An unset variable in a number, boolean or duration field (whose "" the
+// field cannot take) is reported as the variable being unset, at the field.
+func TestExpandUnsetInTypedFields(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ path, name, top, source string }{
+		{"workers", "WORKERS", "workers: ${WORKERS}\n", ""},
+		{"workers", "WORKERS", "workers: '${WORKERS}'\n", ""},
+		{"ingest.batch", "BATCH", "ingest: {batch: '${BATCH}'}\n", ""},
+		{"shutdown_timeout", "GRACE", "shutdown_timeout: ${GRACE}\n", ""},
+		{"sources[0].lease", "LEASE", "", "    lease: ${LEASE}\n"},
+		{"sources[0].destination.max_attempts", "MA", "", "    destination: {url: 'http://x', max_attempts: '${MA}'}\n"},
+	} {
+		src := "database_url: x\n" + tc.top + "sources:\n  - name: a\n    provider: stripe\n    secrets: [s]\n" + tc.source
+		_, err := config.Parse([]byte(src), env(nil))
+		fe := fieldError(t, err)
+		require.Equal(t, tc.path, fe.Path, "%v", err)
+		require.Equal(t, fmt.Sprintf("%s: ${%s} is not set (write ${%s:-default} for a default)", tc.path, tc.name, tc.name), err.Error())
+	}
+	// Set, or with a default, they fill the field.
+	c, err := config.Parse([]byte("database_url: x\nworkers: ${WORKERS}\nshutdown_timeout: ${GRACE:-45s}\nsources:\n"+oneSource), env(map[string]string{"WORKERS": "7"}))
+	require.NoError(t, err)
+	require.Equal(t, 7, c.Workers)
+	require.Equal(t, 45*time.Second, c.ShutdownTimeout.D())
+}
+
 func TestExpandSyntaxErrors(t *testing.T) {
 	t.Parallel()
 	for in, msg := range map[string]string{

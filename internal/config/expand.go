@@ -237,8 +237,12 @@ func join(path, name string) string {
 // fails on a syntax error, and on an unset variable used without a default
 // in a sensitive field (see sensitiveKey), naming the field by its path; a
 // scalar reached through an alias is checked at the alias's path too.
-func expand(root *yaml.Node, lookup Lookup) error {
+// unsetAt maps the path of each other scalar that used an unset variable
+// without a default to that variable, so that a value the field cannot
+// take ("" for a number) is reported as the variable being unset.
+func expand(root *yaml.Node, lookup Lookup) (unsetAt map[string]string, err error) {
 	unset := map[*yaml.Node]string{} // scalar -> first unset variable it used
+	unsetAt = map[string]string{}
 	w := walker{aliases: true, visit: func(n *yaml.Node, path, key string, viaAlias bool) error {
 		if n.Kind != yaml.ScalarNode {
 			return nil
@@ -257,12 +261,18 @@ func expand(root *yaml.Node, lookup Lookup) error {
 				unset[n] = u
 			}
 		}
-		if u := unset[n]; u != "" && sensitive(key) {
-			return unsetError(path, u)
+		if u := unset[n]; u != "" {
+			if sensitive(key) {
+				return unsetError(path, u)
+			}
+			unsetAt[path] = u
 		}
 		return nil
 	}}
-	return w.walk(root, "", "", false)
+	if err := w.walk(root, "", "", false); err != nil {
+		return nil, err
+	}
+	return unsetAt, nil
 }
 
 // retype gives an expanded scalar n the type its value has, as if it had
