@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -373,18 +374,34 @@ type orphan struct {
 	configured          bool // a live instance configures its queue, but none runs it
 }
 
-// dead moves the orphan's event to the dead set and finishes its job.
+// dead moves the orphan's event to the dead set and finishes its job; an
+// event with a place in an ordering line ends that place, and the line
+// moves on, as when a worker dead-sets an event.
 func (o orphan) dead(ctx context.Context, pool *pgxpool.Pool) error {
 	msg := fmt.Sprintf("destination %q of source %q is not configured on any running instance (removed from the configuration?); add it back and retry the dead item", o.dest, o.source)
 	if o.configured {
 		msg = fmt.Sprintf("destination %q of source %q is configured on a running instance, but no worker configures it (not deployed to the workers within %s, or within the bound of its events' wait); deploy it to the workers and retry the dead item", o.dest, o.source, unknownSourceGrace)
 	}
+	var key *string // the destination's ordering line, if it has a place in one
+	if err := pool.QueryRow(ctx, lineOfSQL, o.source, o.event, o.dest).Scan(&key); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("look up the event's ordering line: %w", err)
+	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if key != nil {
+			if err := lockLine(ctx, tx, o.source, o.dest, *key); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.Exec(ctx, stmt.deadUnclaimed, o.source, o.event, o.dest, msg); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, finishWaitingJobSQL, o.id)
-		return err
+		if _, err := tx.Exec(ctx, finishWaitingJobSQL, o.id); err != nil {
+			return err
+		}
+		if key != nil {
+			return advanceLine(ctx, tx, o.source, o.dest, *key)
+		}
+		return nil
 	})
 }
 

@@ -135,6 +135,55 @@ func TestOrphanedEventsGoDead(t *testing.T) {
 	require.Equal(t, 6, dead)
 }
 
+// The sweep ends the places of an ordered destination's events in their
+// line: once the destination is configured again, the next event of the
+// key is the line's head at once, not pending behind dead places until the
+// clean-up moves the line on.
+func TestOrphanedEventsLeaveTheirLine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	client, err := jobs.NewClient(jobs.ClientConfig{Pool: pool, InsertOnly: true, Logger: quiet()})
+	require.NoError(t, err)
+	prov, err := stripe.New(providers.Config{Secrets: []string{secret}})
+	require.NoError(t, err)
+	keyOf, err := providers.ParseKeyResolver("json:data.object.id")
+	require.NoError(t, err)
+	srv, err := ingest.New(ingest.Config{Pool: pool, River: client, IngestRoutes: true, Batch: true, Logger: quiet(),
+		Sources: []*ingest.Source{{Name: "gone", Provider: prov, Ordering: &ingest.Ordering{Key: keyOf, KeyName: "json:data.object.id"}}}})
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	b := &bundle{pool: pool, client: client, ingest: hs.URL + "/webhooks/gone"}
+	body := func(id string) []byte {
+		return []byte(`{"id":"` + id + `","type":"charge.updated","created":1764504000,"data":{"object":{"id":"ch_1"}}}`)
+	}
+	for _, id := range []string{"evt_1", "evt_2"} {
+		require.Equal(t, "accepted", b.sendBody(t, body(id)))
+	}
+	jobState := func(id string) string {
+		var s string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT state FROM river_job WHERE args->>'event_id' = $1 ORDER BY id DESC LIMIT 1`, id).Scan(&s))
+		return s
+	}
+	require.Equal(t, "pending", jobState("evt_2"), "the second event waits behind the first")
+
+	// No instance keeps the queue, and the events waited past its grace.
+	_, err = pool.Exec(ctx, `UPDATE river_job SET created_at = now() - interval '1 minute'`)
+	require.NoError(t, err)
+	w := &jobs.OrphanWorker{Pool: pool, Logger: quiet()}
+	require.NoError(t, w.Work(ctx, &river.Job[jobs.OrphanArgs]{}))
+	var dead int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM hookline_event_destinations WHERE state = 'dead'`).Scan(&dead))
+	require.Equal(t, 2, dead)
+	var doneSeq, lastSeq int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT done_seq, last_seq FROM hookline_order_keys WHERE source = 'gone' AND key = 'ch_1'`).Scan(&doneSeq, &lastSeq))
+	require.Equal(t, lastSeq, doneSeq, "no place of the line waits")
+
+	require.Equal(t, "accepted", b.sendBody(t, body("evt_3")))
+	require.Equal(t, "available", jobState("evt_3"), "nothing waits before the key's next event")
+}
+
 // A source's single destination (Destination or Handler, no Targets) has
 // its queue too: an embedding program records it with StartInstance.
 func TestEventQueuesOfASingleDestination(t *testing.T) {
