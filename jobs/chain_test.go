@@ -322,3 +322,41 @@ func TestStaleSkipPerEventSpendsNoAttempt(t *testing.T) {
 	require.Zero(t, attempts+budget+logged, "attempts %d, budget %d, log rows %d", attempts, budget, logged)
 	require.Equal(t, map[string][]int{"ch_pe": {0, 1}}, dest.forwards(t))
 }
+
+// A stale event skipped by the attempt that took a half-open circuit's
+// probe leaves the probe to the next attempt: the destination goes on
+// forwarding at once, not after the skipped job's lease.
+func TestStaleSkipGivesUpTheProbe(t *testing.T) {
+	t.Parallel()
+	dest := newOrderRecorder(t, recorderOptions{IDFormat: "evt_pr_%d"})
+	keyOf, err := providers.ParseKeyResolver("json:data.object.id")
+	require.NoError(t, err)
+	byOf, err := providers.ParseKeyResolver("json:created")
+	require.NoError(t, err)
+	b := startOrdered(t, &jobs.Source{StaleSkip: true, Targets: []*jobs.Target{{Name: jobs.DefaultDestination, MaxAttempts: 3,
+		HTTP: &jobs.Destination{URL: dest.URL}, Circuit: &jobs.Circuit{Failures: 5, CoolDown: time.Second}}}}, false,
+		func(*jobs.ClientConfig) {}, &ingest.Ordering{Key: keyOf, By: byOf, KeyName: "json:data.object.id"})
+	send := func(n, created int, key string) {
+		body := fmt.Sprintf(`{"id":"evt_pr_%d","type":"charge.updated","created":%d,"data":{"object":{"id":"%s"}}}`, n, created, key)
+		require.Equal(t, "accepted", b.sendBody(t, []byte(body)))
+	}
+	send(0, 200, "ch_a")
+	b.waitIdle(t, 30*time.Second)
+	// The circuit opened, and its cool-down has passed: the next attempt
+	// is the probe.
+	ctx := context.Background()
+	_, err = b.pool.Exec(ctx, `UPDATE hookline_destinations SET circuit = 'open', failure_streak = 5, opened_at = now() - interval '1 minute'`)
+	require.NoError(t, err)
+	send(1, 100, "ch_a") // stale: skipped by the attempt holding the probe
+	b.waitIdle(t, 30*time.Second)
+	var skipped string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT COALESCE(skipped, '') FROM hookline_event_destinations WHERE event_id = 'evt_pr_1'`).Scan(&skipped))
+	require.Equal(t, jobs.SkippedStale, skipped)
+
+	send(2, 300, "ch_b")
+	b.waitIdle(t, 10*time.Second)
+	require.Equal(t, map[string][]int{"ch_a": {0}, "ch_b": {2}}, dest.forwards(t))
+	var circuit string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT circuit FROM hookline_destinations`).Scan(&circuit))
+	require.Equal(t, "closed", circuit, "the next event probed and closed the circuit")
+}

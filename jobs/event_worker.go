@@ -267,6 +267,9 @@ type run struct {
 	claimed *startRow
 	// jobDone: the completion statement removed the River job as well.
 	jobDone bool
+	// gateResult: the attempt's outcome was recorded in its destination's
+	// gate (gate.result).
+	gateResult bool
 }
 
 // Work implements river.Worker. Every way out ends the destination

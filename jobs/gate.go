@@ -111,14 +111,24 @@ func (g *gate) waitFor(ctx context.Context, args []any) (time.Duration, bool, er
 	return min(wait, time.Minute), true, nil
 }
 
-// leave frees the attempt's in-flight slot, if it took one.
+// leave frees the attempt's in-flight slot, if it took one, and the
+// circuit's probe, if it took it and recorded no outcome (result): an
+// attempt that never reached the destination (a stale event skipped, a
+// claim not taken, an attempt interrupted) leaves the probe to the next
+// attempt instead of holding the circuit half open until its lease ends.
 func (g *gate) leave(r *run) {
-	if r.t.MaxInFlight <= 0 {
+	probe := r.t.Circuit != nil && !r.gateResult
+	if r.t.MaxInFlight <= 0 && !probe {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = g.pool.Exec(ctx, gateLeaveSQL, r.src.Name, r.t.Name, holder(r.job))
+	if r.t.MaxInFlight > 0 {
+		_, _ = g.pool.Exec(ctx, gateLeaveSQL, r.src.Name, r.t.Name, holder(r.job))
+	}
+	if probe {
+		_, _ = g.pool.Exec(ctx, gateReleaseProbeSQL, r.src.Name, r.t.Name, holder(r.job))
+	}
 }
 
 // result records an attempt's outcome where the destination's state needs
@@ -126,6 +136,7 @@ func (g *gate) leave(r *run) {
 // success of a probe closes the circuit. A success of a closed destination
 // ends its streak in the completion statement itself.
 func (g *gate) result(ctx context.Context, r *run, workErr error) {
+	r.gateResult = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if workErr == nil {
@@ -217,6 +228,11 @@ const (
 
 	// ensureDestinationSQL creates a destination's row.
 	ensureDestinationSQL = `INSERT INTO hookline_destinations (source, name) VALUES ($1, $2) ON CONFLICT DO NOTHING`
+
+	// gateReleaseProbeSQL gives up the probe holder $3 took without an
+	// outcome: the circuit stays half open, and the next attempt probes.
+	gateReleaseProbeSQL = `UPDATE hookline_destinations SET probe_holder = NULL, probe_until = NULL
+		WHERE source = $1 AND name = $2 AND circuit = 'half_open' AND probe_holder = $3::text`
 
 	// gateLeaveSQL frees holder $3's slot.
 	gateLeaveSQL = `UPDATE hookline_destinations
