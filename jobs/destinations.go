@@ -117,18 +117,34 @@ func (d *Destinations) Pause(ctx context.Context, source, name string) error {
 	return d.setPaused(ctx, source, name, true)
 }
 
-// Resume lets the destination's waiting events be delivered again.
+// Resume lets the destination's waiting events be delivered again. A
+// destination no longer configured here can still be resumed while it is
+// paused (else ErrUnknownDestination): its events then go to the dead set
+// with the orphan sweep, as those of any removed destination do.
 func (d *Destinations) Resume(ctx context.Context, source, name string) error {
 	return d.setPaused(ctx, source, name, false)
 }
 
 func (d *Destinations) setPaused(ctx context.Context, source, name string, pause bool) error {
-	if !d.configured[DestinationName{source, name}] {
-		return fmt.Errorf("%w: %q of source %q", ErrUnknownDestination, name, source)
+	unknown := fmt.Errorf("%w: %q of source %q", ErrUnknownDestination, name, source)
+	configured := d.configured[DestinationName{source, name}]
+	if !configured && pause {
+		return unknown
 	}
 	queue := QueueFor(source, name)
 	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, setPausedSQL, source, name, pause); err != nil {
+		if !configured {
+			// A paused destination since removed from the configuration:
+			// its events are exempt from the orphan sweep only while the
+			// pause lasts, so resuming it is how they reach the dead set.
+			tag, err := tx.Exec(ctx, resumeRemovedSQL, source, name)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return unknown
+			}
+		} else if _, err := tx.Exec(ctx, setPausedSQL, source, name, pause); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, ensureQueueSQL, queue); err != nil {
@@ -146,6 +162,9 @@ const (
 	// pause keeps the time of the first.
 	setPausedSQL = `INSERT INTO hookline_destinations AS d (source, name, paused_at) VALUES ($1, $2, CASE WHEN $3 THEN now() END)
 		ON CONFLICT (source, name) DO UPDATE SET paused_at = CASE WHEN $3 THEN COALESCE(d.paused_at, now()) END`
+
+	// resumeRemovedSQL resumes destination ($1, $2) only if it is paused.
+	resumeRemovedSQL = `UPDATE hookline_destinations SET paused_at = NULL WHERE source = $1 AND name = $2 AND paused_at IS NOT NULL`
 
 	// listDestinationsSQL reads the destinations ($1 sources, $2 names, $3
 	// their claim key prefixes), with their waiting events and live claims.
