@@ -114,6 +114,12 @@ func NewPool(ctx context.Context, cfg *config.Config) (*pgxpool.Pool, error) {
 		pc.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
 	pc.HealthCheckPeriod = 5 * time.Second
+	// The pool pings only connections idle for over a second; one used more
+	// recently whose session the server has since ended is found so here,
+	// without a round trip, and replaced instead of failing its first query.
+	pc.PrepareConn = func(ctx context.Context, c *pgx.Conn) (bool, error) {
+		return !sessionEnded(ctx, c.PgConn()), nil
+	}
 	return pgxpool.NewWithConfig(ctx, pc)
 }
 
