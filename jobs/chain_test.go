@@ -356,7 +356,10 @@ func TestStaleSkipGivesUpTheProbe(t *testing.T) {
 	send(2, 300, "ch_b")
 	b.waitIdle(t, 10*time.Second)
 	require.Equal(t, map[string][]int{"ch_a": {0}, "ch_b": {2}}, dest.forwards(t))
-	var circuit string
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT circuit FROM hookline_destinations`).Scan(&circuit))
-	require.Equal(t, "closed", circuit, "the next event probed and closed the circuit")
+	// The probe's success is recorded after its completion: wait for it.
+	require.Eventually(t, func() bool {
+		var circuit string
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT circuit FROM hookline_destinations`).Scan(&circuit))
+		return circuit == "closed"
+	}, 10*time.Second, 20*time.Millisecond, "the next event probed and closed the circuit")
 }
