@@ -33,22 +33,10 @@ sources:
     destination: {url: "http://127.0.0.1:1/hook"}
 `, pgtest.NewURL(t), deadToken), os.Getenv)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, app.Options{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- a.Run(ctx, func() { close(ready) }) }()
-	t.Cleanup(func() { cancel(); <-done })
-	<-ready
-	addrs := a.Addrs()
+	addrs := startApp(t, cfg).Addrs()
 	require.Len(t, addrs, 2)
 	public := map[string]string{"HOOKLINE_ADMIN_TOKEN": deadToken, "HOOKLINE_URL": "http://" + addrs[0].String()}
 	admin := map[string]string{"HOOKLINE_ADMIN_TOKEN": deadToken, "HOOKLINE_URL": "http://" + addrs[1].String()}
-	runReconcile := func(env map[string]string, args ...string) deadResult {
-		var out, errb bytes.Buffer
-		code := (&reconcileCommand{Getenv: func(k string) string { return env[k] }}).Run(context.Background(), args, &out, &errb)
-		return deadResult{code, out.String(), errb.String()}
-	}
 
 	const wrongListener = "404 not found: the admin API is off on " // ... or points at the wrong listener (admin_listen?)
 	for name, r := range map[string]deadResult{
@@ -104,4 +92,32 @@ sources:
 	err = a.Run(ctx, nil)
 	require.Error(t, err)
 	require.True(t, strings.HasPrefix(err.Error(), "admin_listen "+taken.Addr().String()+": "), err.Error())
+}
+
+// startApp runs cfg's app until the test ends, and returns it once it
+// serves.
+func startApp(t *testing.T, cfg *config.Config) *app.App {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	a, err := app.New(ctx, cfg, app.Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- a.Run(ctx, func() { close(ready) }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-ready:
+	case err := <-done:
+		done <- err // for the cleanup
+		t.Fatalf("the app stopped before it served: %v", err)
+	}
+	return a
+}
+
+// runReconcile runs `hookline reconcile args...` with env as its
+// environment.
+func runReconcile(env map[string]string, args ...string) deadResult {
+	var out, errb bytes.Buffer
+	code := (&reconcileCommand{Getenv: func(k string) string { return env[k] }}).Run(context.Background(), args, &out, &errb)
+	return deadResult{code, out.String(), errb.String()}
 }

@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookline/hookline/internal/app"
 	"github.com/hookline/hookline/internal/config"
 	"github.com/hookline/hookline/internal/pgtest"
 	"github.com/hookline/hookline/internal/reconcile/fakeapi"
@@ -45,19 +41,8 @@ sources:
     destination: {url: %q}
 `, pgtest.NewURL(t), deadToken, api.URL, dest.URL, dest.URL), os.Getenv)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, app.Options{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- a.Run(ctx, func() { close(ready) }) }()
-	t.Cleanup(func() { cancel(); <-done })
-	<-ready
-	env := map[string]string{"HOOKLINE_ADMIN_TOKEN": deadToken, "HOOKLINE_URL": "http://" + a.Addrs()[0].String()}
-	run := func(args ...string) deadResult {
-		var out, errb bytes.Buffer
-		code := (&reconcileCommand{Getenv: func(k string) string { return env[k] }}).Run(context.Background(), args, &out, &errb)
-		return deadResult{code, out.String(), errb.String()}
-	}
+	env := map[string]string{"HOOKLINE_ADMIN_TOKEN": deadToken, "HOOKLINE_URL": "http://" + startApp(t, cfg).Addrs()[0].String()}
+	run := func(args ...string) deadResult { return runReconcile(env, args...) }
 
 	r := run("--source", "s")
 	require.Equal(t, 0, r.code, r.stderr)
