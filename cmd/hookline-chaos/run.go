@@ -585,6 +585,11 @@ func (h *harness) restartPostgres(ctx context.Context) error {
 		}
 	}
 
+	// The monitor samples claims once the outage is over: lastUp must
+	// never be older than the outage then, or claims that expired before it
+	// would count the outage against their takeover. Stored again once
+	// Postgres is up, which is when their clock restarts.
+	h.lastUp.Store(time.Now().UnixNano())
 	h.out.set(false)
 	if err := h.startPostgresAgain(ctx); err != nil {
 		return err
