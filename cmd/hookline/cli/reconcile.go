@@ -110,7 +110,7 @@ func explainReconcileError(err error, base, source string) error {
 	case ae.Status == http.StatusConflict:
 		return fmt.Errorf("%d: %s", ae.Status, ae.Message)
 	case ae.Status == http.StatusBadGateway:
-		return fmt.Errorf("%d: the provider's API failed: %s (events stored before the failure stay stored; run it again later)", ae.Status, ae.Message)
+		return fmt.Errorf("%d: the provider's API failed: %s (events stored before the failure stay stored)", ae.Status, ae.Message)
 	}
 	return explainAdminError(err, base, "")
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,4 +68,5 @@ sources:
 	r = run("--source", "s")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "502: the provider's API failed")
+	require.Equal(t, 1, strings.Count(r.stderr, "again later"), "the server's advice, not repeated: %s", r.stderr)
 }
