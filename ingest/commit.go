@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,10 +11,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"github.com/hookline/hookline/internal/dberr"
 	"github.com/hookline/hookline/jobs"
 )
 
@@ -144,34 +143,23 @@ func (s *store) commit(ctx context.Context, ds []*Delivery) ([][]EventResult, er
 }
 
 // uncommittedError is a batch's failure that is known to have committed
-// nothing: the server ended the session (pg_terminate_backend,
-// idle_session_timeout, a shutdown) where the answer of a statement before
-// COMMIT was due. The server answers in order and sends what it answered
-// before its FATAL, so it never reached COMMIT: the batch may be sent again
-// on another connection.
+// nothing: the server ended the session where the answer of a statement
+// before COMMIT was due (dberr.SessionEnded), so it never reached COMMIT,
+// and the batch may be sent again on another connection.
 type uncommittedError struct{ err error }
 
 func (e uncommittedError) Error() string { return e.err.Error() }
 func (e uncommittedError) Unwrap() error { return e.err }
 
 // uncommittedIfSessionEnded marks err, read in place of an answer before
-// COMMIT's, as uncommitted when it is the server ending the session (a
-// FATAL of class 57, operator intervention). Anything else, a broken socket
-// included, is left as is, and so is an error in place of COMMIT's own
-// answer: the transaction may have committed and its answer been lost.
+// COMMIT's, as uncommitted when the server ended the session. An error in
+// place of COMMIT's own answer is never passed here: the transaction may
+// have committed and its answer been lost.
 func uncommittedIfSessionEnded(err error) error {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || !strings.HasPrefix(pgErr.Code, "57") {
-		return err
+	if dberr.SessionEnded(err) {
+		return uncommittedError{err}
 	}
-	severity := pgErr.SeverityUnlocalized // the English word, whatever lc_messages is
-	if severity == "" {
-		severity = pgErr.Severity
-	}
-	if severity != "FATAL" {
-		return err
-	}
-	return uncommittedError{err}
+	return err
 }
 
 // commitPipelined is commit for the group committer, in one round trip: the

@@ -20,6 +20,11 @@ func TestUnavailable(t *testing.T) {
 	require.True(t, Unavailable(context.DeadlineExceeded))
 	require.True(t, Unavailable(&pgconn.PgError{}), "no SQLSTATE: not known to be the data's")
 	require.False(t, Unavailable(nil))
+	require.True(t, SessionEnded(fmt.Errorf("wrapped: %w", &pgconn.PgError{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "57P01"})))
+	require.True(t, SessionEnded(&pgconn.PgError{Severity: "FATAL", Code: "57P05"}), "no unlocalized severity: the localized one")
+	require.False(t, SessionEnded(&pgconn.PgError{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "57014"}), "a cancelled statement: the session goes on")
+	require.False(t, SessionEnded(&pgconn.PgError{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "08P01"}))
+	require.False(t, SessionEnded(context.DeadlineExceeded))
 	require.True(t, Transient(&pgconn.PgError{Code: "40P01"}))
 	require.False(t, Transient(&pgconn.PgError{Code: "23505"}))
 }
